@@ -1,0 +1,1 @@
+"""relevance stage."""

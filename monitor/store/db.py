@@ -1,0 +1,144 @@
+"""Engine, sessions and schema migrations.
+
+Migrations are an ordered list of functions keyed by version; `open_store` applies the missing ones in
+order inside one transaction, so upgrading never asks the user to delete their database.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from sqlalchemy import Connection, Engine, create_engine, event, inspect, select, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError, SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+
+from monitor.errors import DatabaseError
+from monitor.store.models import Base, SchemaVersion
+
+
+def _v1_create_all(conn: Connection) -> None:
+    Base.metadata.create_all(conn)
+
+
+# Append new migrations here; never edit or reorder one that has shipped.
+MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
+    (1, _v1_create_all),
+]
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+
+def _normalise_url(url: str) -> str:
+    # Plain postgresql:// picks psycopg2, which we do not ship; use psycopg 3.
+    if url.startswith("postgresql://") or url.startswith("postgres://"):
+        url = "postgresql+psycopg://" + url.split("://", 1)[1]
+    return url
+
+
+def redact(url: str) -> str:
+    """The URL with any password hidden, for messages and logs."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "<unparseable database URL>"
+
+
+def make_engine(url: str, echo: bool = False) -> Engine:
+    url = _normalise_url(url)
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise DatabaseError(f"database URL is not valid: {url!r}") from None
+    kwargs: dict[str, object] = {"echo": echo, "future": True}
+    if parsed.get_backend_name() == "sqlite":
+        db = parsed.database
+        if db and db != ":memory:":
+            parent = Path(db).expanduser().parent
+            if not parent.exists():
+                raise DatabaseError(f"database directory does not exist: {parent} (from {redact(url)})")
+        kwargs["connect_args"] = {"timeout": 30}
+    else:
+        kwargs["pool_pre_ping"] = True
+        kwargs["connect_args"] = {"connect_timeout": 10}
+    try:
+        engine = create_engine(url, **kwargs)
+    except (NoSuchModuleError, ArgumentError, ImportError) as exc:
+        raise DatabaseError(f"database URL {redact(url)} is not usable: {exc}") from None
+    if parsed.get_backend_name() == "sqlite":
+        event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+def _sqlite_pragmas(dbapi_conn: object, _record: object) -> None:
+    cur = dbapi_conn.cursor()  # type: ignore[attr-defined]
+    # WAL lets a reader (monitor claims) run beside a writer (monitor run).
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.close()
+
+
+def current_version(conn: Connection) -> int:
+    if not inspect(conn).has_table(SchemaVersion.__tablename__):
+        return 0
+    row = conn.execute(select(SchemaVersion.version).where(SchemaVersion.id == 1)).first()
+    return int(row[0]) if row else 0
+
+
+def migrate(engine: Engine) -> int:
+    """Bring the schema up to SCHEMA_VERSION; returns the version found before."""
+    with engine.begin() as conn:
+        found = current_version(conn)
+        if found > SCHEMA_VERSION:
+            raise DatabaseError(
+                f"database schema is version {found}, newer than this claim-monitor ({SCHEMA_VERSION}); "
+                "upgrade claim-monitor"
+            )
+        for version, step in MIGRATIONS:
+            if version > found:
+                step(conn)
+        if found == 0:
+            conn.execute(SchemaVersion.__table__.insert().values(id=1, version=SCHEMA_VERSION))
+        elif found < SCHEMA_VERSION:
+            conn.execute(text("UPDATE schema_version SET version = :v WHERE id = 1"), {"v": SCHEMA_VERSION})
+    return found
+
+
+class Store:
+    """The database: an engine plus a session factory. Create with `open_store`."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.sessions = sessionmaker(engine, expire_on_commit=False)
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    @contextlib.contextmanager
+    def session(self) -> Iterator[Session]:
+        """A session in one transaction: committed on success, rolled back on any error."""
+        with self.sessions() as session, session.begin():
+            yield session
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def open_store(url: str, echo: bool = False, migrate_schema: bool = True) -> Store:
+    """Connect, check the database answers, and migrate it. Every failure is one DatabaseError line."""
+    engine = make_engine(url, echo=echo)
+    try:
+        if migrate_schema:
+            migrate(engine)
+        else:
+            with engine.connect() as conn:
+                conn.execute(text("SELECT 1"))
+    except OperationalError as exc:
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+        raise DatabaseError(f"cannot open database {redact(url)}: {reason}") from None
+    except SQLAlchemyError as exc:
+        raise DatabaseError(f"database {redact(url)} failed: {exc.__class__.__name__}: {exc}") from None
+    return Store(engine)

@@ -1,0 +1,356 @@
+"""The tables. One row per real thing; history is kept by adding rows, never by overwriting them.
+
+Stage by stage: claims fill `lines`, `claims`, `line_claims`, `anchors`, `seed_files`; sources fill
+`papers`, `paper_versions`, `fetch_marks`; relevance fills `candidates` and `embeddings`; the judge fills
+`assessments` and `llm_exchanges`; verdicts fill `verdicts`; the reporter fills `digests`; the
+scheduler fills `runs` and `locks`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Date,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON, list[str]: JSON}
+
+
+class SchemaVersion(Base):
+    """One row: the schema version this database has been migrated to."""
+
+    __tablename__ = "schema_version"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    version: Mapped[int] = mapped_column(Integer)
+    migrated_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+# --- claims -------------------------------------------------------------------------------------
+
+
+class SeedFile(Base):
+    """A claim source file as last imported, so a re-import can say what changed."""
+
+    __tablename__ = "seed_files"
+    path: Mapped[str] = mapped_column(String(500), primary_key=True)
+    sha256: Mapped[str] = mapped_column(String(64))
+    kind: Mapped[str] = mapped_column(String(20))  # line | note | user
+    imported_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Line(Base):
+    """An inquiring line: a question the library keeps open, with its prose and cited notes."""
+
+    __tablename__ = "lines"
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    question: Mapped[str] = mapped_column(Text)
+    framing: Mapped[str | None] = mapped_column(Text)
+    body: Mapped[str | None] = mapped_column(Text)
+    topics: Mapped[list[str]] = mapped_column(JSON, default=list)
+    span_text: Mapped[str | None] = mapped_column(String(200))  # "Findings span 2023–2026"
+    span_start: Mapped[int | None] = mapped_column(Integer)
+    span_end: Mapped[int | None] = mapped_column(Integer)
+    has_next_marker: Mapped[bool] = mapped_column(Boolean, default=False)
+    source_file: Mapped[str | None] = mapped_column(String(500))
+    source_kind: Mapped[str] = mapped_column(String(20), default="line")  # line | note | user
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    updated_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    retired_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
+
+    claim_links: Mapped[list[LineClaim]] = relationship(back_populates="line")
+    anchors: Mapped[list[Anchor]] = relationship(back_populates="line")
+
+
+class Claim(Base):
+    """A claim to keep testing. The id is a hash of the normalised text, so it never renames."""
+
+    __tablename__ = "claims"
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    text: Mapped[str] = mapped_column(Text)
+    kind: Mapped[str] = mapped_column(String(20))  # note | dated | user
+    title: Mapped[str | None] = mapped_column(Text)  # a note's question title
+    original_title: Mapped[str | None] = mapped_column(Text)  # 001's "Original note title"
+    date_text: Mapped[str | None] = mapped_column(String(100))  # as written: "~2024–2025"
+    date_start: Mapped[dt.date | None] = mapped_column(Date)  # first day the date can mean
+    date_end: Mapped[dt.date | None] = mapped_column(Date)  # last day the date can mean
+    date_precision: Mapped[str | None] = mapped_column(String(10))  # day | month | year
+    date_approximate: Mapped[bool] = mapped_column(Boolean, default=False)
+    topics: Mapped[list[str]] = mapped_column(JSON, default=list)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    retired_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
+    replaced_by: Mapped[str | None] = mapped_column(String(32))
+
+    line_links: Mapped[list[LineClaim]] = relationship(back_populates="claim")
+
+
+class LineClaim(Base):
+    """Which lines cite which claims (a note shared by three lines has three rows)."""
+
+    __tablename__ = "line_claims"
+    line_id: Mapped[str] = mapped_column(ForeignKey("lines.id"), primary_key=True)
+    claim_id: Mapped[str] = mapped_column(ForeignKey("claims.id"), primary_key=True)
+    role: Mapped[str] = mapped_column(String(20))  # note | dated | user
+    position: Mapped[int] = mapped_column(Integer, default=0)
+    retired_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
+
+    line: Mapped[Line] = relationship(back_populates="claim_links")
+    claim: Mapped[Claim] = relationship(back_populates="line_links")
+
+
+class Anchor(Base):
+    """An anchor paper as a line cites it, and what arXiv said when we checked."""
+
+    __tablename__ = "anchors"
+    __table_args__ = (UniqueConstraint("line_id", "arxiv_id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    line_id: Mapped[str] = mapped_column(ForeignKey("lines.id"))
+    arxiv_id: Mapped[str] = mapped_column(String(40), index=True)
+    cited_date_text: Mapped[str | None] = mapped_column(String(40))
+    cited_title: Mapped[str | None] = mapped_column(Text)
+    position: Mapped[int] = mapped_column(Integer, default=0)
+    retired_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
+    # filled by `monitor anchors verify`
+    status: Mapped[str] = mapped_column(String(20), default="unverified")
+    # unverified | grounded | title_differs | date_differs | not_found
+    found_title: Mapped[str | None] = mapped_column(Text)
+    found_published: Mapped[dt.date | None] = mapped_column(Date)
+    checked_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
+
+    line: Mapped[Line] = relationship(back_populates="anchors")
+
+
+# --- papers -------------------------------------------------------------------------------------
+
+
+class Paper(Base):
+    """One arXiv paper, its latest known version's metadata; older versions in paper_versions."""
+
+    __tablename__ = "papers"
+    arxiv_id: Mapped[str] = mapped_column(String(40), primary_key=True)  # without version suffix
+    version: Mapped[int] = mapped_column(Integer, default=1)  # latest known
+    title: Mapped[str] = mapped_column(Text)
+    abstract: Mapped[str] = mapped_column(Text)
+    authors: Mapped[list[str]] = mapped_column(JSON, default=list)
+    categories: Mapped[list[str]] = mapped_column(JSON, default=list)
+    primary_category: Mapped[str | None] = mapped_column(String(40))
+    published: Mapped[dt.date | None] = mapped_column(Date, index=True)  # v1 date
+    updated: Mapped[dt.datetime | None] = mapped_column(DateTime)
+    comment: Mapped[str | None] = mapped_column(Text)
+    journal_ref: Mapped[str | None] = mapped_column(Text)
+    doi: Mapped[str | None] = mapped_column(String(200))
+    source: Mapped[str] = mapped_column(String(40))  # api | rss | sample | file
+    first_seen: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    needs_rejudge: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class PaperVersion(Base):
+    """Each version of a paper we have seen, with the text it had."""
+
+    __tablename__ = "paper_versions"
+    __table_args__ = (UniqueConstraint("arxiv_id", "version"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    arxiv_id: Mapped[str] = mapped_column(ForeignKey("papers.arxiv_id"), index=True)
+    version: Mapped[int] = mapped_column(Integer)
+    title: Mapped[str] = mapped_column(Text)
+    abstract: Mapped[str] = mapped_column(Text)
+    updated: Mapped[dt.datetime | None] = mapped_column(DateTime)
+    source: Mapped[str] = mapped_column(String(40))
+    seen_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class FetchMark(Base):
+    """High-water mark per source and query: fetch only what came after it."""
+
+    __tablename__ = "fetch_marks"
+    source: Mapped[str] = mapped_column(String(40), primary_key=True)
+    query_key: Mapped[str] = mapped_column(String(500), primary_key=True)
+    high_water: Mapped[dt.datetime] = mapped_column(DateTime)
+    updated_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+# --- relevance ----------------------------------------------------------------------------------
+
+
+class Candidate(Base):
+    """A (paper version, claim) pair the relevance stage found worth judging."""
+
+    __tablename__ = "candidates"
+    __table_args__ = (UniqueConstraint("arxiv_id", "version", "claim_id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    arxiv_id: Mapped[str] = mapped_column(ForeignKey("papers.arxiv_id"), index=True)
+    version: Mapped[int] = mapped_column(Integer)
+    claim_id: Mapped[str] = mapped_column(ForeignKey("claims.id"), index=True)
+    score: Mapped[float] = mapped_column(Float)
+    method: Mapped[str] = mapped_column(String(40))
+    run_id: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class RelevanceMark(Base):
+    """Per claim (and its text), the last paper_versions.id the relevance stage has scanned.
+
+    New papers and new versions get higher ids, so each claim scans only what it has not seen; an
+    edited or new claim starts from zero and is checked against every stored paper.
+    """
+
+    __tablename__ = "relevance_marks"
+    claim_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    claim_text_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    last_version_row: Mapped[int] = mapped_column(Integer, default=0)
+    updated_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Embedding(Base):
+    """A cached text embedding: each paper version is embedded once per model."""
+
+    __tablename__ = "embeddings"
+    __table_args__ = (UniqueConstraint("key", "model"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    key: Mapped[str] = mapped_column(String(200))  # "paper:2504.07912v1" or "claim:<id>:<hash>"
+    model: Mapped[str] = mapped_column(String(100))
+    dim: Mapped[int] = mapped_column(Integer)
+    vector: Mapped[bytes] = mapped_column(LargeBinary)  # float32 little-endian
+
+
+# --- judging ------------------------------------------------------------------------------------
+
+
+class Assessment(Base):
+    """How one paper version bears on one claim, according to one judge, model and prompt.
+
+    `cache_key` hashes (arxiv_id, version, claim text, judge, model, prompt version); `generation`
+    counts forced re-judgements of the same key, so nothing is overwritten and nothing doubles.
+    """
+
+    __tablename__ = "assessments"
+    __table_args__ = (
+        UniqueConstraint("cache_key", "generation"),
+        Index("ix_assessments_claim", "claim_id", "is_current"),
+    )
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    cache_key: Mapped[str] = mapped_column(String(64))
+    generation: Mapped[int] = mapped_column(Integer, default=0)
+    arxiv_id: Mapped[str] = mapped_column(ForeignKey("papers.arxiv_id"), index=True)
+    version: Mapped[int] = mapped_column(Integer)
+    claim_id: Mapped[str] = mapped_column(ForeignKey("claims.id"))
+    claim_text_hash: Mapped[str] = mapped_column(String(64))
+    judge: Mapped[str] = mapped_column(String(40))  # local | openai
+    model: Mapped[str] = mapped_column(String(200))
+    prompt_version: Mapped[str] = mapped_column(String(40))
+    label: Mapped[str] = mapped_column(String(12))  # SUPPORTS | RELAXES | OVERTURNS | UNRELATED
+    confidence: Mapped[float] = mapped_column(Float)
+    rationale: Mapped[str] = mapped_column(Text, default="")
+    evidence: Mapped[str] = mapped_column(Text, default="")
+    grounded: Mapped[bool] = mapped_column(Boolean, default=False)
+    is_current: Mapped[bool] = mapped_column(Boolean, default=True)
+    exchange_id: Mapped[int | None] = mapped_column(ForeignKey("llm_exchanges.id"))
+    run_id: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class LLMExchange(Base):
+    """Every request to a judge model and what came back, with tokens, latency and any error."""
+
+    __tablename__ = "llm_exchanges"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[int | None] = mapped_column(Integer, index=True)
+    provider: Mapped[str] = mapped_column(String(40))
+    model: Mapped[str] = mapped_column(String(200))
+    prompt_version: Mapped[str] = mapped_column(String(40))
+    request: Mapped[dict[str, Any]] = mapped_column(JSON)
+    response: Mapped[str | None] = mapped_column(Text)
+    response_format: Mapped[str | None] = mapped_column(String(20))  # json_schema | json_object | text
+    prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    latency_ms: Mapped[int] = mapped_column(Integer, default=0)
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+# --- verdicts and digests -----------------------------------------------------------------------
+
+
+class Verdict(Base):
+    """A claim's verdict as computed at one time; the newest row per claim is the current one."""
+
+    __tablename__ = "verdicts"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    claim_id: Mapped[str] = mapped_column(ForeignKey("claims.id"), index=True)
+    status: Mapped[str] = mapped_column(String(12))  # DURABLE | PERISHABLE | OVERTURNED | UNTESTED
+    previous_status: Mapped[str | None] = mapped_column(String(12))
+    changed: Mapped[bool] = mapped_column(Boolean, default=False)
+    as_of: Mapped[dt.date] = mapped_column(Date)  # evidence up to this date
+    evidence: Mapped[list[Any]] = mapped_column(JSON, default=list)  # assessment ids that moved it
+    summary: Mapped[str] = mapped_column(Text, default="")
+    run_id: Mapped[int | None] = mapped_column(Integer)
+    computed_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Digest(Base):
+    """A rendered digest for one period; `sent_at` is set only when the mail server accepted it."""
+
+    __tablename__ = "digests"
+    __table_args__ = (UniqueConstraint("period_key"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    period_key: Mapped[str] = mapped_column(String(40))  # 2026-W12 | 2026-03 | 2026-03-01..2026-03-15
+    period_start: Mapped[dt.date] = mapped_column(Date)
+    period_end: Mapped[dt.date] = mapped_column(Date)
+    markdown_path: Mapped[str | None] = mapped_column(String(500))
+    html_path: Mapped[str | None] = mapped_column(String(500))
+    content_sha256: Mapped[str] = mapped_column(String(64))
+    stats: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    sent_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
+    recipients: Mapped[list[str]] = mapped_column(JSON, default=list)
+    run_id: Mapped[int | None] = mapped_column(Integer)
+
+
+# --- operations ---------------------------------------------------------------------------------
+
+
+class Run(Base):
+    """One invocation of a pipeline command, with its counts, tokens, errors and timing."""
+
+    __tablename__ = "runs"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    command: Mapped[str] = mapped_column(String(40))  # run | fetch | judge | report | replay | retest
+    status: Mapped[str] = mapped_column(String(20), default="running")
+    # running | ok | failed | interrupted | partial
+    started_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
+    host: Mapped[str | None] = mapped_column(String(200))
+    pid: Mapped[int | None] = mapped_column(Integer)
+    counts: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    tokens: Mapped[int] = mapped_column(Integer, default=0)
+    errors: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    warnings: Mapped[list[Any]] = mapped_column(JSON, default=list)
+
+
+class Lock(Base):
+    """A named lock row (the run lock), so two machines sharing a database never run at once."""
+
+    __tablename__ = "locks"
+    name: Mapped[str] = mapped_column(String(100), primary_key=True)
+    holder: Mapped[str] = mapped_column(String(300))
+    acquired_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    heartbeat_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
