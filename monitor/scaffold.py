@@ -1,0 +1,159 @@
+"""`monitor init`: a commented monitor.toml generated from the Settings model, and the directories.
+
+The file lists every setting of every section with its default, its allowed values and the comments
+written beside it in monitor/config.py, read from the source so the file can never drift from the
+model: a setting added there appears here, with its comment, without touching this module.
+"""
+
+from __future__ import annotations
+
+import inspect
+import io
+import json
+import tokenize
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+from pydantic import BaseModel, SecretStr
+
+from monitor.config import Settings
+from monitor.errors import ConfigError
+
+TEMPLATE = "monitor.toml.j2"
+
+# For settings config.py leaves without a comment; tests check every key here still exists.
+FALLBACK_NOTES = {
+    "database.url": "sqlite:///path/to/monitor.db, or postgresql://user:password@host/dbname",
+    "database.echo": "log every SQL statement (debugging)",
+    "paths.seeds": "the seed exports `monitor seeds import` reads by default (.txt, .yaml, .toml)",
+    "paths.reports": "where digests are written",
+}
+
+
+@dataclass
+class SettingDoc:
+    name: str
+    value: str | None  # TOML text of the default; None when there is no default
+    comments: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SectionDoc:
+    name: str
+    doc: list[str]
+    settings: list[SettingDoc]
+
+
+def toml_value(value: Any) -> str | None:
+    """A default as TOML text (JSON's string escapes are valid TOML basic strings)."""
+    if value is None:
+        return None
+    if isinstance(value, SecretStr):
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, Path):
+        return json.dumps(value.as_posix(), ensure_ascii=False)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(toml_value(v) or '""' for v in value) + "]"
+    if isinstance(value, dict):
+        inner = ", ".join(f"{json.dumps(str(k))} = {toml_value(v)}" for k, v in value.items())
+        return "{" + (f" {inner} " if inner else "") + "}"
+    raise TypeError(f"no TOML form for {value!r}")
+
+
+def source_comments(cls: type) -> dict[str, list[str]]:
+    """Comments beside each field in the class source: the lines just above it and the one after it."""
+    try:
+        source = inspect.getsource(cls)
+    except (OSError, TypeError):
+        return {}
+    found: dict[str, list[str]] = {}
+    pending: list[str] = []
+    current: str | None = None
+    depth = 0
+    line_start = True
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.COMMENT:
+            text = tok.string.lstrip("#").strip()
+            if tok.line.strip().startswith("#"):
+                pending.append(text)
+            elif current is not None:
+                found.setdefault(current, []).append(text)
+        elif tok.type == tokenize.OP and tok.string in "([{":
+            depth += 1
+        elif tok.type == tokenize.OP and tok.string in ")]}":
+            depth -= 1
+        elif tok.type == tokenize.NAME and line_start and depth == 0 and tok.start[1] == 4:
+            if tok.line.strip().startswith(("def ", "@", "class ", "model_config")):
+                current, pending = None, []
+            elif ":" in tok.line:
+                current = tok.string
+                found[current] = pending + found.get(current, [])
+                pending = []
+        line_start = tok.type in (tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT)
+        if tok.type == tokenize.NL and not tok.line.strip():
+            pending = []
+    return found
+
+
+def _choices(annotation: Any) -> list[str]:
+    """The allowed values of a Literal (or Optional Literal, or list of Literal) annotation."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Literal:
+        return [json.dumps(a) for a in typing.get_args(annotation)]
+    for arg in typing.get_args(annotation):
+        if found := _choices(arg):
+            return found
+    return []
+
+
+def describe(settings_cls: type[BaseModel] = Settings) -> list[SectionDoc]:
+    sections = []
+    for name, info in settings_cls.model_fields.items():
+        cls = info.annotation
+        if not (inspect.isclass(cls) and issubclass(cls, BaseModel)):
+            continue
+        notes = source_comments(cls)
+        docs = []
+        for key, f in cls.model_fields.items():
+            comments = [f.description] if f.description else list(notes.get(key, []))
+            if not comments and f"{name}.{key}" in FALLBACK_NOTES:
+                comments = [FALLBACK_NOTES[f"{name}.{key}"]]
+            if choices := _choices(f.annotation):
+                comments.append("one of: " + ", ".join(choices))
+            comments.append(f"env: MONITOR_{name.upper()}__{key.upper()}")
+            default = f.get_default(call_default_factory=True)
+            docs.append(SettingDoc(key, toml_value(default), comments))
+        doc = inspect.cleandoc(cls.__dict__.get("__doc__") or "")  # its own, not BaseModel's
+        sections.append(SectionDoc(name, [ln for ln in doc.splitlines() if ln.strip()], docs))
+    return sections
+
+
+def render_config(settings_cls: type[BaseModel] = Settings) -> str:
+    env = Environment(
+        loader=PackageLoader("monitor", "templates"),
+        undefined=StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,  # TOML, not HTML
+    )
+    return env.get_template(TEMPLATE).render(sections=describe(settings_cls)).rstrip() + "\n"
+
+
+def write_config(path: Path, force: bool = False) -> None:
+    """Write the commented config; an existing file is kept unless `force`."""
+    if path.exists() and not force:
+        raise ConfigError(f"{path} already exists; use --force to overwrite it")
+    if not path.parent.exists():
+        raise ConfigError(f"{path.parent}: directory does not exist")
+    try:
+        path.write_text(render_config(), encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot write config file: {exc.strerror}") from None
