@@ -1,0 +1,109 @@
+"""What every source produces: `PaperRecord`s, one per paper version seen, in batches.
+
+A source yields `Batch`es; the ingester stores each batch in its own transaction and only then moves
+the source's high-water mark to the batch's `mark`, so a run that dies half-way keeps what it stored
+and fetches the rest next time.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+# New-style ids (2504.07912, optionally v3) and old-style ones (hep-th/9901001, math.GT/0309136v2).
+_ID_RE = re.compile(r"^(?P<id>\d{4}\.\d{4,5}|[a-z][a-z-]*(?:\.[A-Z]{2})?/\d{7})(?:v(?P<version>\d+))?$")
+
+
+def split_arxiv_id(raw: str) -> tuple[str, int | None]:
+    """'https://arxiv.org/abs/2504.07912v2' -> ('2504.07912', 2); raises ValueError if not an id."""
+    text = raw.strip()
+    for prefix in ("oai:arXiv.org:", "arXiv:", "arxiv:"):
+        if text.startswith(prefix):
+            text = text[len(prefix) :]
+    if "/abs/" in text:
+        text = text.split("/abs/", 1)[1]
+    match = _ID_RE.match(text)
+    if not match:
+        raise ValueError(f"not an arXiv id: {raw!r}")
+    version = match.group("version")
+    return match.group("id"), int(version) if version else None
+
+
+def is_arxiv_id(raw: str) -> bool:
+    try:
+        split_arxiv_id(raw)
+    except ValueError:
+        return False
+    return True
+
+
+@dataclass
+class PaperRecord:
+    """One version of one paper, as a source reported it."""
+
+    arxiv_id: str  # without version suffix
+    version: int  # 1 when the source does not say
+    title: str
+    abstract: str
+    authors: list[str] = field(default_factory=list)
+    categories: list[str] = field(default_factory=list)
+    primary_category: str | None = None
+    published: dt.date | None = None  # v1 date; None when the source cannot know it (RSS replace)
+    updated: dt.datetime | None = None  # naive UTC
+    comment: str | None = None
+    journal_ref: str | None = None
+    doi: str | None = None
+    announce_type: str | None = None  # RSS: new | cross | replace | replace-cross
+
+
+@dataclass
+class Batch:
+    """Records to store together, and the high-water mark that storing them earns."""
+
+    records: list[PaperRecord]
+    query_key: str | None = None  # None: no mark to move (file sources, id look-ups)
+    mark: dt.datetime | None = None
+
+
+@dataclass
+class SourceReport:
+    """What a source noticed besides papers: warnings for the run record, notes for the summary."""
+
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    truncated: bool = False
+
+
+class Source:
+    """A paper source: `batches()` yields what it found; `report` collects what it noticed."""
+
+    name: str = "source"
+
+    def __init__(self) -> None:
+        self.report = SourceReport()
+
+    def batches(self) -> Iterator[Batch]:
+        raise NotImplementedError
+
+    @property
+    def requests(self) -> int:
+        return 0
+
+    @property
+    def wait_seconds(self) -> float:
+        return 0.0
+
+
+def clean_text(text: str | None) -> str:
+    """Collapse the line breaks and runs of spaces arXiv puts in titles and abstracts."""
+    return " ".join((text or "").split())
+
+
+def to_naive_utc(value: dt.datetime | None) -> dt.datetime | None:
+    if value is None:
+        return None
+    if value.tzinfo is not None:
+        value = value.astimezone(dt.UTC).replace(tzinfo=None)
+    return value

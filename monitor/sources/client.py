@@ -1,0 +1,190 @@
+"""The one HTTP client for all arXiv traffic (API, RSS, anchor look-ups).
+
+`PoliteSession` is a `requests.Session`, so the `arxiv` package can use it unchanged (we hand it to
+`arxiv.Client._session`) and feeds can be fetched with it before feedparser reads the bytes. It
+enforces what arXiv's terms ask for, whoever calls it:
+
+* one request at a time (a lock) and at least `delay_seconds` between the start of any two requests;
+* retries with exponential back-off and jitter on 429 / 5xx, timeouts and dropped connections,
+  honouring `Retry-After` (never waiting less than it says);
+* a per-request timeout and a User-Agent naming the project and the operator's contact address;
+* an optional `validate` hook, so a 200 response whose body is not well-formed XML is retried like a
+  transient fault instead of being parsed into silently partial results.
+
+Any failure that retries do not fix becomes one `SourceError` line for the user.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import requests
+from lxml import etree
+
+from monitor import __version__ as monitor_version
+from monitor.config import ArxivSettings
+from monitor.errors import SourceError
+
+log = logging.getLogger(__name__)
+
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+MAX_BACKOFF_SECONDS = 300.0
+
+
+class MalformedResponse(Exception):
+    """A 200 response whose body cannot be what it claims to be (raised by a `validate` hook)."""
+
+
+def require_well_formed_xml(response: requests.Response) -> None:
+    """A `validate` hook: the body must parse as XML without recovery (truncation shows here)."""
+    try:
+        etree.fromstring(response.content, parser=etree.XMLParser(resolve_entities=False, no_network=True))
+    except etree.XMLSyntaxError as exc:
+        raise MalformedResponse(f"response is not well-formed XML: {exc}") from None
+
+
+@dataclass
+class ClientStats:
+    """What the client did, for the fetch summary: requests sent and seconds spent being polite."""
+
+    requests: int = 0
+    retries: int = 0
+    wait_seconds: float = 0.0  # sleeping for the politeness gap and back-off
+
+
+def user_agent(contact: str) -> str:
+    return f"claim-monitor/{monitor_version} (+https://github.com/claim-monitor; mailto:{contact})"
+
+
+class PoliteSession(requests.Session):
+    """A requests Session that is polite to arXiv on every request, whoever sends it."""
+
+    def __init__(
+        self,
+        delay_seconds: float,
+        timeout_seconds: float,
+        max_retries: int,
+        contact: str,
+        validate: Callable[[requests.Response], None] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        super().__init__()
+        self.delay_seconds = delay_seconds
+        self.timeout_seconds = timeout_seconds
+        self.max_retries = max_retries
+        self.validate = validate
+        self.stats = ClientStats()
+        self.headers["User-Agent"] = user_agent(contact)
+        self._sleep = sleep
+        self._lock = threading.Lock()
+        self._last_start: float | None = None
+
+    @classmethod
+    def from_settings(
+        cls, settings: ArxivSettings, validate: Callable[[requests.Response], None] | None = None
+    ) -> PoliteSession:
+        return cls(
+            delay_seconds=settings.delay_seconds,
+            timeout_seconds=settings.timeout_seconds,
+            max_retries=settings.max_retries,
+            contact=settings.contact,
+            validate=validate,
+        )
+
+    def _wait(self, seconds: float) -> None:
+        if seconds > 0:
+            self.stats.wait_seconds += seconds
+            self._sleep(seconds)
+
+    def _wait_for_turn(self) -> None:
+        if self._last_start is not None:
+            self._wait(self._last_start + self.delay_seconds - time.monotonic())
+        self._last_start = time.monotonic()
+
+    def _backoff(self, attempt: int, retry_after: float | None) -> float:
+        # Full jitter on an exponential base, but never shorter than the server asked for.
+        base = min(MAX_BACKOFF_SECONDS, max(self.delay_seconds, 0.1) * 2 ** (attempt + 1))
+        delay = random.uniform(base / 2, base)
+        return delay if retry_after is None else max(delay, retry_after)
+
+    def request(self, method: str | bytes, url: str | bytes, *args: Any, **kwargs: Any) -> requests.Response:  # type: ignore[override]
+        # Our User-Agent wins over any a library passes (arxiv.py sends its own).
+        headers = {k: v for k, v in (kwargs.pop("headers", None) or {}).items() if k.lower() != "user-agent"}
+        kwargs["headers"] = headers
+        kwargs.setdefault("timeout", self.timeout_seconds)
+        with self._lock:
+            return self._request_with_retries(method, url, args, kwargs)
+
+    def _request_with_retries(
+        self, method: str | bytes, url: str | bytes, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> requests.Response:
+        shown = url.decode() if isinstance(url, bytes) else url
+        attempt = 0
+        while True:
+            self._wait_for_turn()
+            self.stats.requests += 1
+            retry_after: float | None = None
+            try:
+                response = super().request(method, url, *args, **kwargs)
+            except (requests.Timeout, requests.ConnectionError) as exc:
+                problem = f"{exc.__class__.__name__}"
+            else:
+                status = response.status_code
+                if status in RETRY_STATUSES:
+                    problem = f"HTTP {status}"
+                    retry_after = parse_retry_after(response.headers.get("Retry-After"))
+                elif status >= 400:
+                    raise SourceError(f"{shown}: HTTP {status}: {error_feed_message(response.content)}")
+                else:
+                    try:
+                        if self.validate is not None:
+                            self.validate(response)
+                        return response
+                    except MalformedResponse as exc:
+                        problem = str(exc)
+            if attempt >= self.max_retries:
+                raise SourceError(f"{shown}: {problem}, still failing after {attempt + 1} tries")
+            if retry_after is not None and retry_after > MAX_BACKOFF_SECONDS:
+                raise SourceError(f"{shown}: {problem}, arXiv asks to wait {retry_after:.0f} s; try later")
+            pause = self._backoff(attempt, retry_after)
+            log.warning("arXiv request failed (%s); retrying in %.1f s: %s", problem, pause, shown)
+            self.stats.retries += 1
+            self._wait(pause)
+            attempt += 1
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date)."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def error_feed_message(body: bytes) -> str:
+    """arXiv reports a bad query as an Atom feed with one entry whose summary says what was wrong."""
+    try:
+        root = etree.fromstring(body, parser=etree.XMLParser(recover=True, no_network=True))
+    except (etree.XMLSyntaxError, ValueError):
+        root = None
+    if root is not None:
+        summary = root.find(".//{http://www.w3.org/2005/Atom}entry/{http://www.w3.org/2005/Atom}summary")
+        if summary is not None and summary.text:
+            return summary.text.strip()
+    text = body[:200].decode("utf-8", "replace").strip()
+    return text or "no message"

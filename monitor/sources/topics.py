@@ -1,0 +1,176 @@
+"""Each line's arXiv search terms, for `arxiv.query_mode = "topics"` and for showing what a line watches.
+
+In order of preference: `[arxiv.topics]` in the config (line id -> terms), the line's own `topics`
+(from the user's claim file), the union of its active claims' `topics`, and only then terms derived
+from its claims' text and its anchors' cited titles: the most frequent content words and two-word
+phrases, so a line about "entropy collapse in RLVR" watches `"entropy collapse"` and `rlvr`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from sqlalchemy import select
+
+from monitor.config import Settings
+from monitor.store.db import Store
+from monitor.store.models import Anchor, Claim, Line, LineClaim
+
+DERIVED_TERMS = 6
+_WORD = re.compile(r"[a-z][a-z0-9-]+")
+STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "can",
+        "do",
+        "does",
+        "for",
+        "from",
+        "has",
+        "have",
+        "how",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "more",
+        "most",
+        "not",
+        "of",
+        "on",
+        "only",
+        "or",
+        "over",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "these",
+        "they",
+        "this",
+        "to",
+        "under",
+        "up",
+        "via",
+        "was",
+        "were",
+        "what",
+        "when",
+        "which",
+        "while",
+        "who",
+        "why",
+        "will",
+        "with",
+        "without",
+        "within",
+        "across",
+        "after",
+        "before",
+        "between",
+        "both",
+        "each",
+        "less",
+        "many",
+        "much",
+        "other",
+        "same",
+        "some",
+        "such",
+        "very",
+        "may",
+        "might",
+        "also",
+        "than",
+        "our",
+        "we",
+        "us",
+        "one",
+        "two",
+        "new",
+        "using",
+        "use",
+        "used",
+        "via",
+        "whether",
+        "per",
+        "vs",
+        "paper",
+        "papers",
+        "model",
+        "models",
+        "method",
+        "methods",
+        "result",
+        "results",
+        "show",
+        "shows",
+        "shown",
+    ]
+)
+
+
+def _content_words(text: str) -> list[str]:
+    return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS and len(w) > 2]
+
+
+def derive_terms(texts: list[str], limit: int = DERIVED_TERMS) -> list[str]:
+    """Phrases shared by two or more texts first (by how many share them), then the commonest words."""
+    phrases: Counter[str] = Counter()
+    words: Counter[str] = Counter()
+    for text in texts:
+        tokens = _content_words(text)
+        words.update(set(tokens))
+        phrases.update({f"{a} {b}" for a, b in zip(tokens, tokens[1:], strict=False)})
+    ranked = [p for p, n in phrases.most_common() if n >= 2] + [w for w, _ in words.most_common()]
+    chosen: list[str] = []
+    for term in ranked:
+        if any(term in c.split() or term == c for c in chosen):
+            continue
+        chosen.append(term)
+        if len(chosen) >= limit:
+            break
+    return chosen
+
+
+def line_topics(store: Store, settings: Settings) -> dict[str, list[str]]:
+    """Active line id -> its search terms (see the module docstring for where they come from)."""
+    configured = settings.arxiv.topics
+    result: dict[str, list[str]] = {}
+    with store.session() as s:
+        lines = s.scalars(select(Line).where(Line.retired_at.is_(None)).order_by(Line.id)).all()
+        for line in lines:
+            if configured.get(line.id):
+                result[line.id] = list(configured[line.id])
+                continue
+            if line.topics:
+                result[line.id] = list(line.topics)
+                continue
+            claims = s.scalars(
+                select(Claim)
+                .join(LineClaim, LineClaim.claim_id == Claim.id)
+                .where(
+                    LineClaim.line_id == line.id, LineClaim.retired_at.is_(None), Claim.retired_at.is_(None)
+                )
+            ).all()
+            claim_topics = sorted({t for c in claims for t in (c.topics or [])})
+            if claim_topics:
+                result[line.id] = claim_topics
+                continue
+            anchors = s.scalars(
+                select(Anchor.cited_title).where(Anchor.line_id == line.id, Anchor.retired_at.is_(None))
+            ).all()
+            texts = [c.text for c in claims] + [t for t in anchors if t]
+            result[line.id] = derive_terms(texts)
+    return result

@@ -1,0 +1,103 @@
+"""`monitor fetch` and `monitor anchors verify` as a user runs them: a real process, a real local server."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from arxiv_replay import ArxivReplay, rows_from_corpus
+from sqlalchemy import select
+
+from monitor.store import open_store
+from monitor.store.models import Anchor, Line, Run
+
+
+def monitor(
+    tmp_path: Path, db: str, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, "MONITOR_ARXIV_MIN_DELAY": "0", **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "monitor", "--db", db, *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=full_env,
+        timeout=180,
+    )
+
+
+def test_fetch_api_records_a_run_with_its_counts(tmp_path: Path, shared: Path) -> None:
+    rows = []
+    with (shared / "arxiv" / "corpus.jsonl").open() as fh:
+        for line in fh:
+            row = json.loads(line)
+            if "2026-08-17" <= row["published"][:10] <= "2026-08-18":
+                rows.append(row)
+    db = f"sqlite:///{tmp_path / 'm.db'}"
+    with ArxivReplay(rows_from_corpus(rows), fixtures=None) as server:
+        env = {
+            "MONITOR_ARXIV__API_URL": server.url + "/api/query",
+            "MONITOR_ARXIV__DELAY_SECONDS": "0.1",
+            "MONITOR_ARXIV__PAGE_SIZE": "100",
+        }
+        args = ("fetch", "--source", "api", "--since", "2026-08-17", "--until", "2026-08-18")
+        done = monitor(tmp_path, db, *args, "--category", "cs.CL", "--category", "cs.AI", env=env)
+        assert done.returncode == 0, done.stderr
+        requests = len(server.api_requests())
+        queries = {r.query["search_query"] for r in server.api_requests()}
+    assert queries == {"(cat:cs.AI OR cat:cs.CL) AND submittedDate:[202608170000 TO 202608182359]"}
+    assert f"{requests} request(s)" in done.stdout and "waiting on politeness" in done.stdout
+    store = open_store(db)
+    with store.session() as s:
+        run = s.scalars(select(Run).where(Run.command == "fetch")).one()
+        assert run.status == "ok"
+        assert run.counts["fetch"]["requests"] == requests and run.counts["fetch"]["new"] > 100
+        assert f"{run.counts['fetch']['new']} new" in done.stdout
+    store.close()
+
+
+def test_fetch_from_an_unreachable_api_fails_in_one_line_and_records_the_failure(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'm.db'}"
+    env = {
+        "MONITOR_ARXIV__API_URL": "http://127.0.0.1:9/api/query",
+        "MONITOR_ARXIV__MAX_RETRIES": "1",
+        "MONITOR_ARXIV__DELAY_SECONDS": "0.05",
+    }
+    done = monitor(tmp_path, db, "fetch", "--source", "api", env=env)
+    assert done.returncode == 5  # SourceError
+    assert "ConnectionError, still failing after 2 tries" in done.stderr and "Traceback" not in done.stderr
+    store = open_store(db)
+    with store.session() as s:
+        assert s.scalars(select(Run.status).where(Run.command == "fetch")).one() == "failed"
+    store.close()
+
+
+def test_anchors_verify_offline_and_listing(tmp_path: Path, shared: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'm.db'}"
+    store = open_store(db)
+    with store.session() as s:
+        s.add(Line(id="l1", question="q"))
+        s.flush()
+        s.add(
+            Anchor(
+                line_id="l1",
+                arxiv_id="2506.03106",
+                cited_date_text="2025-06",
+                cited_title="Natural language + numerical feedback",
+            )
+        )
+        s.add(
+            Anchor(line_id="l1", arxiv_id="2504.07912", cited_date_text="2025-04", cited_title="RL amplifies")
+        )
+    done = monitor(tmp_path, db, "anchors", "verify", "--source", str(shared / "arxiv" / "corpus.jsonl"))
+    assert done.returncode == 0, done.stderr
+    assert "grounded 1" in done.stdout and "not_found 1" in done.stdout and "requests 0" in done.stdout
+    with store.session() as s:
+        checked = {a.arxiv_id: (a.status, a.checked_at is not None) for a in s.scalars(select(Anchor))}
+    assert checked == {"2506.03106": ("grounded", True), "2504.07912": ("not_found", True)}
+    assert dt.date(2025, 6, 3).isoformat() in done.stdout
+    store.close()
