@@ -1,0 +1,395 @@
+"""The digest: gather a period's view-model from the store, render it, write it, record it.
+
+A claim's verdict in the digest is computed by the rules at the period's end (and, to say whether it
+changed, at the day before the period began), so any past period renders the same way whatever was run
+since. "New evidence" is a counted assessment whose paper version was announced in the period.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import os
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from monitor.config import Settings
+from monitor.report.period import Period, resolve_period
+from monitor.report.render import arxiv_url, fmt_date, render
+from monitor.report.research import ResearchQuestions, research_questions
+from monitor.store.db import Store
+from monitor.store.models import Anchor, Assessment, Claim, Line, LLMExchange, Paper
+from monitor.store.models import Digest as DigestRow
+from monitor.store.runs import RunRecord
+from monitor.verdicts.rollup import active_claims, lines_by_claim, outcomes
+from monitor.verdicts.rules import STATUSES, EvidenceItem, Outcome
+
+OTHER_LINE_ID = "_other"
+
+
+@dataclass
+class EvidenceView:
+    """One paper's bearing on a claim, as the digest shows it."""
+
+    item: EvidenceItem
+    for_review: bool = False  # a local-judge OVERTURNS that did not clear its calibrated threshold
+
+    @property
+    def url(self) -> str:
+        return arxiv_url(self.item.ref)
+
+
+@dataclass
+class ClaimView:
+    """A claim under a line: verdict at the period's end, whether it moved, and what is new."""
+
+    id: str
+    text: str
+    date_text: str | None
+    status: str
+    previous_status: str
+    last_changed: dt.date | None
+    new_evidence: list[EvidenceView] = field(default_factory=list)
+    strongest_recent: EvidenceView | None = None
+    rests_on: list[EvidenceView] = field(default_factory=list)  # papers behind the verdict, not new
+    review_count: int = 0
+    line_ids: list[str] = field(default_factory=list)
+    home_line: str = ""  # the line under which the claim is shown in full
+
+    @property
+    def changed(self) -> bool:
+        return self.status != self.previous_status
+
+    @property
+    def newsworthy(self) -> bool:
+        return self.changed or bool(self.new_evidence)
+
+    @property
+    def short(self) -> str:
+        words = self.text.split()
+        return " ".join(words[:18]) + (" …" if len(words) > 18 else "")
+
+
+@dataclass
+class AnchorView:
+    arxiv_id: str
+    title: str | None
+    status: str
+
+
+@dataclass
+class LineView:
+    """An inquiring line's section: claims in full, claims shown under another line, quiet claims."""
+
+    id: str
+    question: str
+    detailed: list[ClaimView] = field(default_factory=list)
+    elsewhere: list[ClaimView] = field(default_factory=list)
+    quiet: list[ClaimView] = field(default_factory=list)
+    ungrounded_anchors: list[AnchorView] = field(default_factory=list)
+    questions: ResearchQuestions = field(default_factory=lambda: ResearchQuestions("no_evidence"))
+
+    @property
+    def claims(self) -> list[ClaimView]:
+        return self.detailed + self.elsewhere + self.quiet
+
+    @property
+    def quiet_tested(self) -> list[ClaimView]:
+        """Claims without news that do have a verdict: a one-line table row each."""
+        return [c for c in self.quiet if c.status != "UNTESTED"]
+
+    @property
+    def quiet_untested(self) -> int:
+        """Claims without news and without any relevant paper yet: only counted, to keep noise down."""
+        return sum(1 for c in self.quiet if c.status == "UNTESTED")
+
+
+@dataclass
+class Summary:
+    """The numbers at the top of a digest."""
+
+    counts: dict[str, int]
+    changed: list[ClaimView]
+    papers_published: int
+    papers_first_seen: int
+    pairs_judged: int
+    new_evidence: int
+    for_review: int
+    tokens: int
+    cost_usd: float
+
+    def as_stats(self) -> dict[str, Any]:
+        return {
+            "verdicts": dict(self.counts),
+            "changed": len(self.changed),
+            "papers_published": self.papers_published,
+            "papers_first_seen": self.papers_first_seen,
+            "pairs_judged": self.pairs_judged,
+            "new_evidence": self.new_evidence,
+            "for_review": self.for_review,
+            "tokens": self.tokens,
+            "cost_usd": round(self.cost_usd, 4),
+        }
+
+
+@dataclass
+class Digest:
+    """Everything a digest template needs."""
+
+    title: str
+    period: Period
+    generated_at: dt.datetime
+    summary: Summary
+    lines: list[LineView]
+    llm: bool
+    recent_months: int = 6
+
+    @property
+    def no_announcements(self) -> bool:
+        return self.summary.papers_published == 0 and self.summary.papers_first_seen == 0
+
+    @property
+    def no_relevant(self) -> bool:
+        return self.summary.new_evidence == 0 and not self.summary.changed
+
+
+@dataclass
+class DigestResult:
+    """What `write_digest` did."""
+
+    period: Period
+    digest_id: int
+    paths: dict[str, Path]
+    stats: dict[str, Any]
+    content_sha256: str
+    sent: bool | None = None  # None: not asked to send
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "period": self.period.key,
+            "digest_id": self.digest_id,
+            "paths": {fmt: str(path) for fmt, path in self.paths.items()},
+            "content_sha256": self.content_sha256,
+            "sent": self.sent,
+            **self.stats,
+        }
+
+
+def _day_range(period: Period) -> tuple[dt.datetime, dt.datetime]:
+    start = dt.datetime.combine(period.start, dt.time())
+    return start, start + dt.timedelta(days=(period.end - period.start).days + 1)
+
+
+def _claim_view(claim: Claim, now: Outcome, before: Outcome, period: Period, lines: list[str]) -> ClaimView:
+    new = [EvidenceView(i, i in now.for_review) for i in now.counted if period.contains(i.appeared)]
+    new.sort(key=lambda v: (v.item.label != "OVERTURNS", v.item.label != "RELAXES", -v.item.confidence))
+    recent = now.strongest_recent
+    shown = {v.item for v in new} | ({recent} if recent else set())
+    return ClaimView(
+        id=claim.id,
+        text=claim.text,
+        date_text=claim.date_text,
+        status=now.status,
+        previous_status=before.status,
+        last_changed=now.last_changed,
+        new_evidence=new,
+        strongest_recent=EvidenceView(recent, recent in now.for_review) if recent else None,
+        rests_on=[EvidenceView(m, m in now.for_review) for m in now.movers[:3] if m not in shown],
+        review_count=sum(1 for v in new if v.for_review),
+        line_ids=lines,
+    )
+
+
+def _urgency(view: ClaimView) -> tuple[int, int, str]:
+    order = {status: i for i, status in enumerate(STATUSES)}
+    return (0 if view.changed else 1, order.get(view.status, 9), view.id)
+
+
+def _summary(s: Session, settings: Settings, period: Period, claims: list[ClaimView]) -> Summary:
+    start, stop = _day_range(period)
+    published = s.scalar(
+        select(func.count()).select_from(Paper).where(Paper.published.between(period.start, period.end))
+    )
+    first_seen = s.scalar(
+        select(func.count()).select_from(Paper).where(Paper.first_seen >= start, Paper.first_seen < stop)
+    )
+    # Judgements made in the period, or made later about papers published in it (a replay judges
+    # past weeks today); tokens are those of their exchanges plus any other call made in the period.
+    in_period = (Assessment.created_at >= start) & (Assessment.created_at < stop)
+    about_period = Assessment.arxiv_id.in_(
+        select(Paper.arxiv_id).where(Paper.published.between(period.start, period.end))
+    ) & (Assessment.created_at >= start)
+    judged = s.scalar(select(func.count()).select_from(Assessment).where(in_period | about_period))
+    exchange_ids = select(Assessment.exchange_id).where(
+        (in_period | about_period) & Assessment.exchange_id.is_not(None)
+    )
+    prompt, completion = s.execute(
+        select(
+            func.coalesce(func.sum(LLMExchange.prompt_tokens), 0),
+            func.coalesce(func.sum(LLMExchange.completion_tokens), 0),
+        ).where(
+            ((LLMExchange.created_at >= start) & (LLMExchange.created_at < stop))
+            | LLMExchange.id.in_(exchange_ids)
+        )
+    ).one()
+    cost = (
+        prompt * settings.judge.price_input_per_million + completion * settings.judge.price_output_per_million
+    ) / 1e6
+    counts = Counter(c.status for c in claims)
+    return Summary(
+        counts={status: counts.get(status, 0) for status in STATUSES},
+        changed=sorted((c for c in claims if c.changed), key=_urgency),
+        papers_published=int(published or 0),
+        papers_first_seen=int(first_seen or 0),
+        pairs_judged=int(judged or 0),
+        new_evidence=sum(len(c.new_evidence) for c in claims),
+        for_review=sum(c.review_count for c in claims),
+        tokens=int(prompt + completion),
+        cost_usd=float(cost),
+    )
+
+
+def gather_digest(
+    store: Store, settings: Settings, period: Period, run: RunRecord | None = None, ask_llm: bool = True
+) -> Digest:
+    """Build the digest view-model for one period (and ask for research questions when configured)."""
+    with store.session() as s:
+        claims = active_claims(s)
+        now = outcomes(s, settings, period.end, claims)
+        before = outcomes(s, settings, period.start - dt.timedelta(days=1), claims)
+        by_claim = lines_by_claim(s)
+        views = {
+            c.id: _claim_view(c, now[c.id], before[c.id], period, by_claim.get(c.id, [])) for c in claims
+        }
+        line_rows = {ln.id: ln for ln in s.scalars(select(Line).where(Line.retired_at.is_(None)))}
+        anchors = s.scalars(
+            select(Anchor)
+            .where(Anchor.retired_at.is_(None), Anchor.status != "grounded")
+            .order_by(Anchor.position)
+        ).all()
+        summary = _summary(s, settings, period, list(views.values()))
+    lines = _line_views(views, line_rows, anchors)
+    if ask_llm:
+        for line in lines:
+            line.questions = research_questions(store, settings, line, line.detailed, run.id if run else None)
+    return Digest(
+        title=settings.report.title,
+        period=period,
+        generated_at=dt.datetime.now(dt.UTC).replace(microsecond=0, tzinfo=None),
+        summary=summary,
+        lines=lines,
+        llm=settings.judge.resolved_provider() == "openai",
+        recent_months=settings.verdicts.recent_months,
+    )
+
+
+def _line_views(
+    views: dict[str, ClaimView], line_rows: dict[str, Line], anchors: list[Anchor]
+) -> list[LineView]:
+    sections: dict[str, LineView] = {
+        line_id: LineView(id=line_id, question=row.question) for line_id, row in line_rows.items()
+    }
+    for view in views.values():
+        if not [lid for lid in view.line_ids if lid in sections]:
+            sections.setdefault(OTHER_LINE_ID, LineView(id=OTHER_LINE_ID, question="Claims outside any line"))
+            view.line_ids = [OTHER_LINE_ID]
+    for anchor in anchors:
+        if anchor.line_id in sections:
+            sections[anchor.line_id].ungrounded_anchors.append(
+                AnchorView(anchor.arxiv_id, anchor.cited_title, anchor.status)
+            )
+
+    def weight(line_id: str) -> tuple[int, int, str]:
+        mine = [v for v in views.values() if line_id in v.line_ids]
+        return (-sum(v.changed for v in mine), -sum(len(v.new_evidence) for v in mine), line_id)
+
+    ordered = sorted(sections, key=lambda lid: (lid == OTHER_LINE_ID, *weight(lid)))
+    position = {lid: i for i, lid in enumerate(ordered)}
+    for view in sorted(views.values(), key=_urgency):
+        homes = sorted((lid for lid in view.line_ids if lid in sections), key=position.__getitem__)
+        view.home_line = homes[0]
+        for lid in homes:
+            section = sections[lid]
+            if not view.newsworthy:
+                section.quiet.append(view)
+            elif lid == view.home_line:
+                section.detailed.append(view)
+            else:
+                section.elsewhere.append(view)
+    return [sections[lid] for lid in ordered if sections[lid].claims]
+
+
+def content_hash(markdown: str, digest: Digest) -> str:
+    """sha256 of the Markdown without its generation time, so it changes only when the content does."""
+    return hashlib.sha256(markdown.replace(fmt_date(digest.generated_at), "").encode()).hexdigest()
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write via a temp file in the same folder and rename, so readers never see half a digest."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_digest(
+    store: Store,
+    settings: Settings,
+    period: str | Period | None = "week",
+    since: dt.date | None = None,
+    until: dt.date | None = None,
+    formats: list[str] | None = None,
+    run: RunRecord | None = None,
+    force: bool = False,
+    email: bool | None = None,
+    today: dt.date | None = None,
+) -> DigestResult:
+    """Render the period's digest to settings.paths.reports and record it; optionally email it.
+
+    Markdown is always written (it is the source of truth); `formats` may add "html". Re-rendering a
+    period overwrites its files and updates its one `digests` row. With `email` (default
+    settings.report.email) the digest is sent unless it was already sent for this period (`force` resends).
+    """
+    from monitor.report.delivery import send_digest  # delivery imports this module
+
+    chosen = period if isinstance(period, Period) else resolve_period(period, since, until, today)
+    wanted = ["md", *[f for f in (formats or settings.report.formats) if f != "md"]]
+    digest = gather_digest(store, settings, chosen, run)
+    paths: dict[str, Path] = {}
+    texts = {fmt: render(digest, fmt, settings) for fmt in wanted}
+    for fmt, text in texts.items():
+        path = Path(settings.paths.reports) / f"{chosen.stem}.{fmt}"
+        write_atomic(path, text)
+        paths[fmt] = path
+    sha = content_hash(texts["md"], digest)
+    stats = digest.summary.as_stats() | {"lines": len(digest.lines)}
+    with store.session() as s:
+        row = s.scalars(select(DigestRow).where(DigestRow.period_key == chosen.key)).first()
+        if row is None:
+            row = DigestRow(period_key=chosen.key, period_start=chosen.start, period_end=chosen.end)
+            s.add(row)
+        row.markdown_path = str(paths["md"])
+        row.html_path = str(paths["html"]) if "html" in paths else row.html_path
+        row.content_sha256 = sha
+        row.stats = stats
+        row.created_at = digest.generated_at
+        row.run_id = run.id if run else None
+        s.flush()
+        digest_id = row.id
+    result = DigestResult(chosen, digest_id, paths, stats, sha)
+    if run is not None:
+        run.add("report", {"period": chosen.key, **{k: v for k, v in stats.items() if k != "verdicts"}})
+    if settings.report.email if email is None else email:
+        result.sent = send_digest(store, settings, digest_id, force=force)
+    return result

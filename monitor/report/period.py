@@ -1,0 +1,120 @@
+"""Digest periods: an ISO week, a calendar month, or a custom inclusive date range.
+
+Each period has a key (the `digests.period_key`) and a file stem:
+week `2026-W12` -> `digest-2026-W12`, month `2026-03` -> `digest-2026-03`,
+custom `2026-03-01..2026-03-15` -> `digest-2026-03-01_2026-03-15`.
+"""
+
+from __future__ import annotations
+
+import calendar
+import datetime as dt
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from monitor.errors import MonitorError
+
+PeriodKind = Literal["week", "month", "custom"]
+_WEEK = re.compile(r"^(\d{4})-W(\d{2})$")
+_MONTH = re.compile(r"^(\d{4})-(\d{2})$")
+
+
+class PeriodError(MonitorError):
+    """A period the user asked for does not parse or is empty."""
+
+    exit_code = 3
+
+
+@dataclass(frozen=True)
+class Period:
+    """An inclusive range of days a digest covers."""
+
+    kind: PeriodKind
+    start: dt.date
+    end: dt.date
+
+    @property
+    def key(self) -> str:
+        if self.kind == "week":
+            year, week, _ = self.start.isocalendar()
+            return f"{year}-W{week:02d}"
+        if self.kind == "month":
+            return f"{self.start:%Y-%m}"
+        return f"{self.start.isoformat()}..{self.end.isoformat()}"
+
+    @property
+    def stem(self) -> str:
+        return "digest-" + self.key.replace("..", "_")
+
+    @property
+    def label(self) -> str:
+        """How the digest names its period to a reader."""
+        if self.kind == "week":
+            return f"week {self.key} ({self.start:%d %b} – {self.end:%d %b %Y})"
+        if self.kind == "month":
+            return f"{self.start:%B %Y}"
+        return f"{self.start.isoformat()} – {self.end.isoformat()}"
+
+    def contains(self, day: dt.date | None) -> bool:
+        return day is not None and self.start <= day <= self.end
+
+
+def iso_week(year: int, week: int) -> Period:
+    try:
+        start = dt.date.fromisocalendar(year, week, 1)
+    except ValueError:
+        raise PeriodError(f"no ISO week {year}-W{week:02d}") from None
+    return Period("week", start, start + dt.timedelta(days=6))
+
+
+def month(year: int, number: int) -> Period:
+    if not 1 <= number <= 12:
+        raise PeriodError(f"no month {year}-{number:02d}")
+    last = calendar.monthrange(year, number)[1]
+    return Period("month", dt.date(year, number, 1), dt.date(year, number, last))
+
+
+def last_complete_week(today: dt.date) -> Period:
+    """The ISO week (Monday–Sunday) before the one `today` is in."""
+    year, week, _ = (today - dt.timedelta(days=7)).isocalendar()
+    return iso_week(year, week)
+
+
+def last_complete_month(today: dt.date) -> Period:
+    first = today.replace(day=1) - dt.timedelta(days=1)
+    return month(first.year, first.month)
+
+
+def custom(since: dt.date, until: dt.date) -> Period:
+    if until < since:
+        raise PeriodError(f"--until {until} is before --since {since}")
+    return Period("custom", since, until)
+
+
+def resolve_period(
+    spec: str | None = "week",
+    since: dt.date | None = None,
+    until: dt.date | None = None,
+    today: dt.date | None = None,
+) -> Period:
+    """The period a command means.
+
+    `--since/--until` give a custom range (a missing `--until` is yesterday); otherwise `spec` is
+    `week` (last complete ISO week), `month` (last complete month), or an explicit `2026-W12` / `2026-03`.
+    """
+    today = today or dt.datetime.now(dt.UTC).date()
+    if since is not None or until is not None:
+        if since is None:
+            raise PeriodError("--until needs --since")
+        return custom(since, until or today - dt.timedelta(days=1))
+    spec = (spec or "week").strip()
+    if spec == "week":
+        return last_complete_week(today)
+    if spec == "month":
+        return last_complete_month(today)
+    if m := _WEEK.match(spec):
+        return iso_week(int(m.group(1)), int(m.group(2)))
+    if m := _MONTH.match(spec):
+        return month(int(m.group(1)), int(m.group(2)))
+    raise PeriodError(f"period {spec!r}: expected week, month, YYYY-Www or YYYY-MM")

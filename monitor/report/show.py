@@ -1,0 +1,40 @@
+"""What `monitor report` prints: the files written and the summary counts."""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from monitor.report.digest import DigestResult
+
+FORMATS = ("md", "html")
+
+
+def check_formats(values: list[str] | None) -> list[str] | None:
+    """The --format values, or a usage error naming the bad one."""
+    if not values:
+        return None
+    for value in values:
+        if value not in FORMATS:
+            raise typer.BadParameter(f"{value!r} is not one of {', '.join(FORMATS)}", param_hint="--format")
+    return list(values)
+
+
+def print_digest_result(console: Console, result: DigestResult) -> None:
+    for path in result.paths.values():
+        console.print(f"wrote {escape(str(path))}", soft_wrap=True, highlight=False)
+    stats = result.stats
+    verdicts = ", ".join(f"{n} {status.lower()}" for status, n in stats.get("verdicts", {}).items())
+    console.print(f"{result.period.key}: {verdicts}; {stats.get('changed', 0)} changed", soft_wrap=True)
+    console.print(
+        f"papers {stats.get('papers_published', 0)} published, "
+        f"{stats.get('papers_first_seen', 0)} first seen; "
+        f"pairs judged {stats.get('pairs_judged', 0)}, new evidence {stats.get('new_evidence', 0)}, "
+        f"for review {stats.get('for_review', 0)}, tokens {stats.get('tokens', 0)}",
+        soft_wrap=True,
+    )
+    if result.sent is True:
+        console.print("emailed")
+    elif result.sent is False:
+        console.print("already emailed for this period; not sent again (use --force to resend)")

@@ -1,0 +1,333 @@
+"""Verdicts from the store: load each active claim's current assessments, apply the rules, keep history.
+
+A `verdicts` row is written on a claim's first computation and whenever its status or the set of
+papers behind it changes; an unchanged verdict writes nothing, so reruns do not pile up rows. The
+current verdict is the row with the latest `as_of` (ties: the latest written).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from monitor.config import Settings
+from monitor.store.db import Store
+from monitor.store.models import (
+    Anchor,
+    Assessment,
+    Claim,
+    Line,
+    LineClaim,
+    Paper,
+    PaperVersion,
+    Verdict,
+)
+from monitor.store.runs import RunRecord
+from monitor.verdicts.rules import (
+    STATUSES,
+    UNTESTED,
+    ClaimDate,
+    EvidenceItem,
+    Outcome,
+    Thresholds,
+    decide,
+)
+
+_VERSION_SUFFIX = re.compile(r"v\d+$")
+
+
+@dataclass
+class VerdictChange:
+    """A verdict row written by `compute_verdicts` (first computation, new status or new papers)."""
+
+    claim_id: str
+    status: str
+    previous_status: str | None
+    status_changed: bool  # False when only the papers behind an unchanged status moved
+    as_of: dt.date
+    evidence: list[int]  # assessment ids that moved it
+    last_changed: dt.date | None
+    verdict_id: int
+
+
+@dataclass
+class CurrentVerdict:
+    """One row of the verdict table: a claim, its lines and its current verdict."""
+
+    claim_id: str
+    text: str
+    date_text: str | None
+    lines: list[str]
+    status: str
+    as_of: dt.date | None
+    summary: str
+    evidence: list[int] = field(default_factory=list)
+    changed_at: dt.date | None = None  # as_of of the row where the status last moved
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "claim_id": self.claim_id,
+            "text": self.text,
+            "date": self.date_text,
+            "lines": self.lines,
+            "status": self.status,
+            "as_of": self.as_of.isoformat() if self.as_of else None,
+            "changed_at": self.changed_at.isoformat() if self.changed_at else None,
+            "summary": self.summary,
+            "evidence": self.evidence,
+        }
+
+
+def claim_date(claim: Claim) -> ClaimDate:
+    return ClaimDate(claim.date_start, claim.date_end, claim.date_precision, bool(claim.date_approximate))
+
+
+def active_claims(session: Session, claim_ids: Iterable[str] | None = None) -> list[Claim]:
+    query = select(Claim).where(Claim.retired_at.is_(None)).order_by(Claim.id)
+    if claim_ids is not None:
+        query = query.where(Claim.id.in_(list(claim_ids)))
+    return list(session.scalars(query))
+
+
+def anchor_ids_by_claim(session: Session) -> dict[str, set[str]]:
+    """Each claim's lines' anchor papers (without version suffix): the work the claim rests on."""
+    rows = session.execute(
+        select(LineClaim.claim_id, Anchor.arxiv_id)
+        .join(Anchor, Anchor.line_id == LineClaim.line_id)
+        .where(LineClaim.retired_at.is_(None), Anchor.retired_at.is_(None))
+    )
+    out: dict[str, set[str]] = defaultdict(set)
+    for claim_id, arxiv_id in rows:
+        out[claim_id].add(_VERSION_SUFFIX.sub("", arxiv_id.removeprefix("arXiv:")))
+    return out
+
+
+def load_evidence(
+    session: Session,
+    settings: Settings,
+    claim_ids: Iterable[str] | None = None,
+    include_unrelated: bool = False,
+) -> dict[str, list[EvidenceItem]]:
+    """Current assessments per claim as rule inputs, minus the claim's own anchors (if so configured).
+
+    UNRELATED ones never count, so they are left in the database unless asked for (`monitor show`).
+    """
+    query = (
+        select(
+            Assessment.id,
+            Assessment.claim_id,
+            Assessment.arxiv_id,
+            Assessment.version,
+            Assessment.label,
+            Assessment.confidence,
+            Assessment.grounded,
+            Assessment.judge,
+            Assessment.model,
+            Assessment.evidence,
+            Assessment.rationale,
+            Paper.title,
+            Paper.published,
+            PaperVersion.title,
+            PaperVersion.updated,
+        )
+        .join(Paper, Paper.arxiv_id == Assessment.arxiv_id)
+        .outerjoin(
+            PaperVersion,
+            (PaperVersion.arxiv_id == Assessment.arxiv_id) & (PaperVersion.version == Assessment.version),
+        )
+        .where(Assessment.is_current.is_(True))
+        .order_by(Assessment.id)
+    )
+    if not include_unrelated:
+        query = query.where(Assessment.label != "UNRELATED")
+    if claim_ids is not None:
+        query = query.where(Assessment.claim_id.in_(list(claim_ids)))
+    anchors = anchor_ids_by_claim(session) if settings.verdicts.exclude_anchors else {}
+    out: dict[str, list[EvidenceItem]] = defaultdict(list)
+    for row in session.execute(query):
+        (
+            aid,
+            claim_id,
+            arxiv_id,
+            version,
+            label,
+            confidence,
+            grounded,
+            judge,
+            model,
+            evidence,
+            rationale,
+            paper_title,
+            published,
+            version_title,
+            version_updated,
+        ) = row
+        if arxiv_id in anchors.get(claim_id, ()):
+            continue
+        appeared = published
+        if version > 1 and version_updated is not None:
+            appeared = version_updated.date()
+        out[claim_id].append(
+            EvidenceItem(
+                assessment_id=aid,
+                arxiv_id=arxiv_id,
+                version=version,
+                title=version_title or paper_title,
+                published=published,
+                appeared=appeared,
+                label=label,
+                confidence=confidence,
+                grounded=grounded,
+                judge=judge,
+                model=model,
+                evidence=evidence or "",
+                rationale=rationale or "",
+            )
+        )
+    return out
+
+
+def outcomes(
+    session: Session, settings: Settings, as_of: dt.date | None, claims: list[Claim]
+) -> dict[str, Outcome]:
+    """Each claim's outcome at `as_of`, computed fresh (the digest uses this for any past period)."""
+    th = Thresholds.from_settings(settings.verdicts)
+    evidence = load_evidence(session, settings, [c.id for c in claims])
+    return {c.id: decide(evidence.get(c.id, []), th, claim_date(c), as_of) for c in claims}
+
+
+def latest_verdict(session: Session, claim_id: str, as_of: dt.date | None = None) -> Verdict | None:
+    query = select(Verdict).where(Verdict.claim_id == claim_id)
+    if as_of is not None:
+        query = query.where(Verdict.as_of <= as_of)
+    return session.scalars(query.order_by(Verdict.as_of.desc(), Verdict.id.desc()).limit(1)).first()
+
+
+def summarise(outcome: Outcome) -> str:
+    """One line for the verdict table: which papers set the status, strongest first."""
+    if not outcome.movers:
+        return "no relevant evidence yet"
+    shown = ", ".join(
+        f"{m.ref} {m.label} {m.confidence:.2f}{'' if m.grounded else ' (ungrounded)'}"
+        for m in outcome.movers[:3]
+    )
+    more = f" and {len(outcome.movers) - 3} more" if len(outcome.movers) > 3 else ""
+    review = f"; {len(outcome.for_review)} local OVERTURNS for review" if outcome.for_review else ""
+    return f"{shown}{more}{review}"
+
+
+def compute_verdicts(
+    store: Store, settings: Settings, as_of: dt.date | None = None, run: RunRecord | None = None
+) -> list[VerdictChange]:
+    """Recompute every active claim's verdict at `as_of` (default today, UTC) and record what changed.
+
+    Only papers published on or before `as_of` count, so a replay can step through past weeks.
+    """
+    day = as_of or dt.datetime.now(dt.UTC).date()
+    changes: list[VerdictChange] = []
+    tally = dict.fromkeys(STATUSES, 0)
+    with store.session() as s:
+        claims = active_claims(s)
+        results = outcomes(s, settings, day, claims)
+        for claim in claims:
+            outcome = results[claim.id]
+            tally[outcome.status] += 1
+            prior = latest_verdict(s, claim.id, day)
+            unchanged = prior is not None and prior.status == outcome.status
+            if unchanged and sorted(prior.evidence) == outcome.mover_ids:
+                continue
+            previous = prior.status if prior is not None else None
+            row = Verdict(
+                claim_id=claim.id,
+                status=outcome.status,
+                previous_status=previous,
+                changed=outcome.status != (previous or UNTESTED),
+                as_of=day,
+                evidence=outcome.mover_ids,
+                summary=summarise(outcome),
+                run_id=run.id if run else None,
+            )
+            s.add(row)
+            s.flush()
+            changes.append(
+                VerdictChange(
+                    claim_id=claim.id,
+                    status=row.status,
+                    previous_status=previous,
+                    status_changed=row.changed,
+                    as_of=day,
+                    evidence=outcome.mover_ids,
+                    last_changed=outcome.last_changed,
+                    verdict_id=row.id,
+                )
+            )
+    if run is not None:
+        run.add(
+            "verdicts",
+            {
+                "as_of": day.isoformat(),
+                "claims": sum(tally.values()),
+                "rows_written": len(changes),
+                "status_changed": sum(1 for c in changes if c.status_changed),
+                **{k.lower(): v for k, v in tally.items()},
+            },
+        )
+    return changes
+
+
+def lines_by_claim(session: Session) -> dict[str, list[str]]:
+    rows = session.execute(
+        select(LineClaim.claim_id, LineClaim.line_id)
+        .join(Line, Line.id == LineClaim.line_id)
+        .where(LineClaim.retired_at.is_(None), Line.retired_at.is_(None))
+        .order_by(LineClaim.line_id, LineClaim.position)
+    )
+    out: dict[str, list[str]] = defaultdict(list)
+    for claim_id, line_id in rows:
+        out[claim_id].append(line_id)
+    return out
+
+
+def current_verdicts(store: Store, line_id: str | None = None) -> list[CurrentVerdict]:
+    """The verdict table: every active claim (optionally of one line) with its current verdict."""
+    with store.session() as s:
+        lines = lines_by_claim(s)
+        table: list[CurrentVerdict] = []
+        for claim in active_claims(s):
+            claim_lines = lines.get(claim.id, [])
+            if line_id is not None and line_id not in claim_lines:
+                continue
+            history = verdict_history(s, claim.id)
+            current = history[-1] if history else None
+            moved = [v for v in history if v.changed]
+            table.append(
+                CurrentVerdict(
+                    claim_id=claim.id,
+                    text=claim.text,
+                    date_text=claim.date_text,
+                    lines=claim_lines,
+                    status=current.status if current else UNTESTED,
+                    as_of=current.as_of if current else None,
+                    summary=current.summary if current else "not computed yet",
+                    evidence=list(current.evidence) if current else [],
+                    changed_at=moved[-1].as_of if moved else None,
+                )
+            )
+    order = {status: i for i, status in enumerate(STATUSES)}
+    table.sort(key=lambda v: (order.get(v.status, 99), v.lines[:1], v.claim_id))
+    return table
+
+
+def verdict_history(session: Session, claim_id: str) -> list[Verdict]:
+    """A claim's verdict rows, oldest first."""
+    return list(
+        session.scalars(
+            select(Verdict).where(Verdict.claim_id == claim_id).order_by(Verdict.as_of, Verdict.id)
+        )
+    )

@@ -1,0 +1,174 @@
+"""What `monitor verdicts` and `monitor show CLAIM_ID` print: the verdict table and one claim in full."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass, field
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from monitor.config import Settings
+from monitor.errors import InputError
+from monitor.store.db import Store
+from monitor.store.models import Claim, Line, LineClaim
+from monitor.verdicts.rollup import CurrentVerdict, claim_date, load_evidence, verdict_history
+from monitor.verdicts.rules import EvidenceItem, Thresholds, counts, decide, evidence_cutoff
+
+STYLE = {"OVERTURNED": "bold red", "PERISHABLE": "yellow", "DURABLE": "green", "UNTESTED": "dim"}
+
+
+@dataclass
+class EvidenceLine:
+    """One current assessment of the claim and whether (or why not) it counts."""
+
+    item: EvidenceItem
+    counted: bool
+    note: str
+
+
+@dataclass
+class HistoryLine:
+    as_of: dt.date
+    status: str
+    changed: bool
+    summary: str
+
+
+@dataclass
+class ClaimDetail:
+    """Everything `monitor show` prints about one claim."""
+
+    id: str
+    text: str
+    date_text: str | None
+    cutoff: dt.date | None
+    retired: bool
+    lines: list[tuple[str, str]]
+    status: str
+    evidence: list[EvidenceLine] = field(default_factory=list)
+    history: list[HistoryLine] = field(default_factory=list)
+    for_review: int = 0
+
+
+def _why_not(item: EvidenceItem, cutoff: dt.date | None, th: Thresholds) -> str:
+    if item.label == "UNRELATED":
+        return "unrelated"
+    if item.confidence < th.min_confidence:
+        return f"below min_confidence {th.min_confidence}"
+    if cutoff is not None and (item.published is None or item.published <= cutoff):
+        return f"not newer than the claim (published {item.published}, cutoff {cutoff})"
+    return "not counted"
+
+
+def claim_detail(store: Store, settings: Settings, claim_id: str) -> ClaimDetail:
+    """A claim's text, date, lines, evidence (counted or not, and why) and verdict history."""
+    th = Thresholds.from_settings(settings.verdicts)
+    with store.session() as s:
+        claim = s.get(Claim, claim_id)
+        if claim is None:
+            matches = s.query(Claim.id).filter(Claim.id.like(f"{claim_id}%")).limit(2).all()
+            if len(matches) == 1:
+                claim = s.get(Claim, matches[0][0])
+        if claim is None:
+            raise InputError("claim", None, f"no claim with id {claim_id!r} (see `monitor verdicts`)")
+        lines = [
+            (line.id, line.question)
+            for line in s.query(Line)
+            .join(LineClaim, LineClaim.line_id == Line.id)
+            .filter(LineClaim.claim_id == claim.id, LineClaim.retired_at.is_(None))
+            .order_by(Line.id)
+        ]
+        date = claim_date(claim)
+        cutoff = evidence_cutoff(date)
+        items = load_evidence(s, settings, [claim.id], include_unrelated=True).get(claim.id, [])
+        outcome = decide(items, th, date)
+        history = [HistoryLine(v.as_of, v.status, v.changed, v.summary) for v in verdict_history(s, claim.id)]
+        detail = ClaimDetail(
+            id=claim.id,
+            text=claim.text,
+            date_text=claim.date_text,
+            cutoff=cutoff,
+            retired=claim.retired_at is not None,
+            lines=lines,
+            status=history[-1].status if history else outcome.status,
+            history=history,
+            for_review=len(outcome.for_review),
+        )
+    for item in sorted(items, key=lambda i: i.published or dt.date.min, reverse=True):
+        ok = counts(item, cutoff, None, th)
+        note = "for review (local judge)" if item in outcome.for_review else ""
+        if ok and not item.grounded:
+            note = "ungrounded quote"
+        detail.evidence.append(EvidenceLine(item, ok, note if ok else _why_not(item, cutoff, th)))
+    return detail
+
+
+def print_claim(console: Console, d: ClaimDetail) -> None:
+    console.print(
+        f"[bold]{escape(d.id)}[/]  [{STYLE.get(d.status, '')}]{d.status}[/]"
+        + ("  (retired)" if d.retired else "")
+    )
+    console.print(escape(d.text), soft_wrap=True)
+    cutoff = f"papers after {d.cutoff}" if d.cutoff else "every paper"
+    console.print(f"date: {escape(d.date_text or 'undated')}  (counts {cutoff})")
+    for line_id, question in d.lines:
+        console.print(f"line {escape(line_id)}: {escape(question)}", soft_wrap=True)
+    relevant = [e for e in d.evidence if e.item.label != "UNRELATED"]
+    unrelated = len(d.evidence) - len(relevant)
+    if relevant:
+        table = Table(
+            title=f"Evidence ({len(relevant)} relevant, {unrelated} unrelated)", title_justify="left"
+        )
+        for col in ("paper", "published", "label", "conf", "judge", "counts", "note / quote"):
+            table.add_column(col, overflow="fold")
+        for e in relevant:
+            table.add_row(
+                e.item.ref,
+                str(e.item.published or "?"),
+                e.item.label,
+                f"{e.item.confidence:.2f}",
+                e.item.judge,
+                "yes" if e.counted else "no",
+                escape(e.note or e.item.evidence[:120]),
+            )
+        console.print(table)
+    else:
+        console.print(f"No relevant evidence ({unrelated} unrelated assessment(s)).")
+    if d.history:
+        table = Table(title="Verdict history", title_justify="left")
+        for col in ("as of", "status", "changed", "papers"):
+            table.add_column(col, overflow="fold")
+        for h in d.history:
+            table.add_row(str(h.as_of), h.status, "yes" if h.changed else "", escape(h.summary))
+        console.print(table)
+    else:
+        console.print("No verdict computed yet (run `monitor verdicts`).")
+
+
+def print_verdicts(console: Console, rows: list[CurrentVerdict], as_json: bool = False) -> None:
+    if as_json:
+        console.print_json(json.dumps([r.as_dict() for r in rows]))
+        return
+    if not rows:
+        console.print("No active claims. Import some with `monitor seeds`.")
+        return
+    table = Table(title=f"Verdicts ({len(rows)} claims)", title_justify="left")
+    table.add_column("status", no_wrap=True)
+    table.add_column("claim", ratio=4, min_width=30, overflow="fold")
+    table.add_column("date", max_width=14, overflow="fold")
+    table.add_column("lines", max_width=16, overflow="fold")
+    table.add_column("since", no_wrap=True)
+    table.add_column("papers", ratio=3, overflow="fold")
+    for r in rows:
+        table.add_row(
+            f"[{STYLE.get(r.status, '')}]{r.status}[/]",
+            f"{escape(r.text[:90])}\n[dim]{r.claim_id}[/]",
+            escape(r.date_text or "undated"),
+            escape(", ".join(r.lines)),
+            str(r.changed_at or "—"),
+            escape(r.summary),
+        )
+    console.print(table)

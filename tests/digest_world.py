@@ -1,0 +1,246 @@
+"""Test helper: a small hand-made store (lines, claims, papers, assessments) for verdict and digest tests.
+
+Rows are inserted directly through the ORM, so these tests do not depend on the claims, sources or
+judge stages.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+
+from monitor.store.db import Store
+from monitor.store.models import (
+    Anchor,
+    Assessment,
+    Claim,
+    Line,
+    LineClaim,
+    LLMExchange,
+    Paper,
+    PaperVersion,
+)
+
+_keys = itertools.count(1)
+
+
+class World:
+    """Builder for store fixtures; every method commits its rows."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def line(self, line_id: str, question: str) -> str:
+        with self.store.session() as s:
+            s.add(Line(id=line_id, question=question))
+        return line_id
+
+    def claim(
+        self,
+        claim_id: str,
+        text: str,
+        lines: tuple[str, ...] = (),
+        date_text: str | None = None,
+        start: dt.date | None = None,
+        end: dt.date | None = None,
+        precision: str | None = None,
+        approximate: bool = False,
+    ) -> str:
+        with self.store.session() as s:
+            s.add(
+                Claim(
+                    id=claim_id,
+                    text=text,
+                    kind="dated",
+                    date_text=date_text,
+                    date_start=start,
+                    date_end=end,
+                    date_precision=precision,
+                    date_approximate=approximate,
+                )
+            )
+            s.flush()
+            for pos, line_id in enumerate(lines):
+                s.add(LineClaim(line_id=line_id, claim_id=claim_id, role="dated", position=pos))
+        return claim_id
+
+    def paper(
+        self,
+        arxiv_id: str,
+        title: str,
+        published: dt.date,
+        version: int = 1,
+        abstract: str = "An abstract.",
+        updated: dt.datetime | None = None,
+        first_seen: dt.datetime | None = None,
+    ) -> str:
+        with self.store.session() as s:
+            paper = s.get(Paper, arxiv_id)
+            if paper is None:
+                paper = Paper(
+                    arxiv_id=arxiv_id,
+                    title=title,
+                    abstract=abstract,
+                    published=published,
+                    source="file",
+                    first_seen=first_seen or dt.datetime.combine(published, dt.time(12)),
+                )
+                s.add(paper)
+            paper.version = version
+            paper.title = title
+            s.flush()
+            s.add(
+                PaperVersion(
+                    arxiv_id=arxiv_id,
+                    version=version,
+                    title=title,
+                    abstract=abstract,
+                    source="file",
+                    updated=updated or dt.datetime.combine(published, dt.time(12)),
+                )
+            )
+        return arxiv_id
+
+    def assess(
+        self,
+        arxiv_id: str,
+        claim_id: str,
+        label: str,
+        confidence: float,
+        grounded: bool = True,
+        judge: str = "openai",
+        version: int = 1,
+        evidence: str = "a quoted sentence",
+        rationale: str = "because",
+        created_at: dt.datetime | None = None,
+        supersede: bool = True,
+    ) -> int:
+        """An assessment; with `supersede`, earlier ones of the same pair stop being current."""
+        with self.store.session() as s:
+            if supersede:
+                for old in s.query(Assessment).filter_by(
+                    arxiv_id=arxiv_id, claim_id=claim_id, is_current=True
+                ):
+                    old.is_current = False
+            row = Assessment(
+                cache_key=f"k{next(_keys)}",
+                arxiv_id=arxiv_id,
+                version=version,
+                claim_id=claim_id,
+                claim_text_hash="h",
+                judge=judge,
+                model="m",
+                prompt_version="p",
+                label=label,
+                confidence=confidence,
+                rationale=rationale,
+                evidence=evidence,
+                grounded=grounded,
+                is_current=True,
+                **({"created_at": created_at} if created_at else {}),
+            )
+            s.add(row)
+            s.flush()
+            return row.id
+
+    def anchor(self, line_id: str, arxiv_id: str, status: str = "grounded", title: str | None = None) -> None:
+        with self.store.session() as s:
+            s.add(Anchor(line_id=line_id, arxiv_id=arxiv_id, status=status, cited_title=title))
+
+    def exchange(self, prompt_tokens: int, completion_tokens: int, created_at: dt.datetime) -> None:
+        with self.store.session() as s:
+            s.add(
+                LLMExchange(
+                    provider="openai",
+                    model="m",
+                    prompt_version="p",
+                    request={},
+                    response="{}",
+                    prompt_tokens=prompt_tokens,
+                    completion_tokens=completion_tokens,
+                    created_at=created_at,
+                )
+            )
+
+
+# The sample world used by the digest tests: week 2026-W11 is 9-15 March 2026.
+WEEK = (dt.date(2026, 3, 9), dt.date(2026, 3, 15))
+NASTY = "<script>alert(1)</script> | *bold* _x_ [link](http://evil) # h"
+
+
+def sample(world: World) -> None:
+    """Two lines, four claims (one in both lines), evidence inside and outside week 2026-W11."""
+    w = world
+    w.line("rl", "What breaks in the SFT→RL pipeline?")
+    w.line("div", "Is diversity traded for ceiling?")
+    w.claim(
+        "c_sparse",
+        "RL updates only 5–30% of parameters | in sparse subnetworks",
+        ("rl", "div"),
+        date_text="2025-05",
+        start=dt.date(2025, 5, 1),
+        end=dt.date(2025, 5, 31),
+        precision="month",
+    )
+    w.claim(
+        "c_calib",
+        "Binary rewards degrade calibration",
+        ("rl",),
+        date_text="2024-09",
+        start=dt.date(2024, 9, 1),
+        end=dt.date(2024, 9, 30),
+        precision="month",
+    )
+    w.claim(
+        "c_quiet",
+        "GRPO collapses out of distribution",
+        ("rl",),
+        date_text="~2025",
+        start=dt.date(2025, 1, 1),
+        end=dt.date(2025, 12, 31),
+        precision="year",
+        approximate=True,
+    )
+    w.claim("c_div", "Diversity falls as pass@1 rises", ("div",))
+    w.anchor("rl", "2505.11711", status="not_found", title="RL finetunes small subnetworks")
+    w.anchor("rl", "2504.07912", status="grounded")
+    # Before the week: makes c_sparse DURABLE and c_quiet PERISHABLE going in.
+    w.paper("2601.00001", "Sparse updates replicate", dt.date(2026, 1, 10))
+    w.assess("2601.00001", "c_sparse", "SUPPORTS", 0.8, evidence="sparse updates replicate")
+    w.paper("2602.00002", "Robust GRPO", dt.date(2026, 2, 2))
+    w.assess("2602.00002", "c_quiet", "RELAXES", 0.7, evidence="robust variants")
+    # In the week: a grounded OVERTURNS for c_sparse (title and quote are hostile markup).
+    w.paper(
+        "2603.01234", "Dense updates " + NASTY, dt.date(2026, 3, 10), first_seen=dt.datetime(2026, 3, 11, 6)
+    )
+    w.assess(
+        "2603.01234",
+        "c_sparse",
+        "OVERTURNS",
+        0.91,
+        evidence="we find " + NASTY,
+        rationale="Contradicts | directly",
+        created_at=dt.datetime(2026, 3, 11, 7),
+    )
+    # In the week: a local-judge OVERTURNS below its calibrated threshold for c_calib.
+    w.paper("2603.05555", "Calibration with binary rewards", dt.date(2026, 3, 12))
+    w.assess(
+        "2603.05555",
+        "c_calib",
+        "OVERTURNS",
+        0.6,
+        judge="local",
+        evidence="calibration is kept",
+        created_at=dt.datetime(2026, 3, 12, 7),
+    )
+    # In the week but UNRELATED: must not appear anywhere.
+    w.paper("2603.07777", "Unrelated protein folding", dt.date(2026, 3, 13))
+    w.assess("2603.07777", "c_div", "UNRELATED", 0.9, created_at=dt.datetime(2026, 3, 13, 7))
+    w.exchange(1000, 200, dt.datetime(2026, 3, 11, 7))
+
+
+def open_sqlite(url: str) -> Store:
+    """A SQLite store for tests whose subject does not depend on the database."""
+    from monitor.store import open_store
+
+    return open_store(url)

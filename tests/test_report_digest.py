@@ -1,0 +1,178 @@
+"""write_digest: files written atomically, one Digest row per period, re-rendering, and the CLI."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from digest_world import World, sample
+from sqlalchemy import func, select
+
+from monitor.config import Settings
+from monitor.report import digest as digest_module
+from monitor.report.digest import write_digest
+from monitor.store.models import Digest, Run
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def settings_for(tmp_path: Path) -> Settings:
+    settings = Settings()
+    settings.paths.reports = tmp_path / "reports"
+    return settings
+
+
+def test_writes_files_and_one_row_per_period(store, tmp_path) -> None:
+    w = World(store)
+    sample(w)
+    settings = settings_for(tmp_path)
+    result = write_digest(store, settings, "2026-W11", formats=["html"])
+    md_path, html_path = result.paths["md"], result.paths["html"]
+    assert md_path == tmp_path / "reports" / "digest-2026-W11.md" and html_path.suffix == ".html"
+    text = md_path.read_text()
+    assert re.fullmatch(r"[0-9a-f]{64}", result.content_sha256) and "Dense updates" in text
+    assert result.stats["changed"] == 2 and result.stats["tokens"] == 1200
+    with store.session() as s:
+        row = s.scalars(select(Digest)).one()
+        assert (row.period_key, row.period_start, row.period_end) == (
+            "2026-W11",
+            dt.date(2026, 3, 9),
+            dt.date(2026, 3, 15),
+        )
+        assert row.markdown_path == str(md_path) and row.html_path == str(html_path)
+        assert row.stats["new_evidence"] == 2
+    # New evidence arrives for the same week: re-rendering overwrites the file and updates the row.
+    w.paper("2603.09999", "Late support", dt.date(2026, 3, 14))
+    w.assess("2603.09999", "c_div", "SUPPORTS", 0.8)
+    again = write_digest(store, settings, "2026-W11")
+    assert again.digest_id == result.digest_id
+    assert "Late support" in md_path.read_text()
+    with store.session() as s:
+        assert s.scalar(select(func.count()).select_from(Digest)) == 1
+        row = s.get(Digest, result.digest_id)
+        assert row.content_sha256 == again.content_sha256 != result.content_sha256
+        assert row.html_path == str(html_path)  # kept from the earlier render
+    assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == [
+        "digest-2026-W11.html",
+        "digest-2026-W11.md",
+    ]
+
+
+def test_month_and_custom_file_names(store, tmp_path) -> None:
+    sample(World(store))
+    settings = settings_for(tmp_path)
+    assert (
+        write_digest(store, settings, "month", today=dt.date(2026, 4, 2)).paths["md"].name
+        == "digest-2026-03.md"
+    )
+    custom = write_digest(store, settings, None, since=dt.date(2026, 3, 1), until=dt.date(2026, 3, 15))
+    assert custom.paths["md"].name == "digest-2026-03-01_2026-03-15.md"
+    assert "Dense updates" in custom.paths["md"].read_text()
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temp_files(store, tmp_path, monkeypatch) -> None:
+    sample(World(store))
+    settings = settings_for(tmp_path)
+    first = write_digest(store, settings, "2026-W11").paths["md"]
+    before = first.read_text()
+
+    def broken_replace(src: str, dst: str) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(digest_module.os, "replace", broken_replace)
+    with pytest.raises(OSError, match="disk full"):
+        write_digest(store, settings, "2026-W11")
+    assert first.read_text() == before
+    assert [p.name for p in first.parent.iterdir()] == [first.name]
+
+
+def run_cli(args: list[str], db_url: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """The real console entry point in a child process."""
+    env = dict(os.environ, MONITOR_DATABASE__URL=db_url, MONITOR_PATHS__REPORTS=str(tmp_path / "reports"))
+    env.pop("MONITOR_CONFIG", None)
+    return subprocess.run(
+        [sys.executable, "-c", "from monitor.cli import main; main()", *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def main_in_process(
+    args: list[str], db_url: str, tmp_path: Path, monkeypatch, capsys
+) -> tuple[int, str, str]:
+    """`monitor ARGS` through the same entry point, in this process (faster than a child process)."""
+    from monitor.cli import main
+
+    monkeypatch.setenv("MONITOR_DATABASE__URL", db_url)
+    monkeypatch.setenv("MONITOR_PATHS__REPORTS", str(tmp_path / "reports"))
+    monkeypatch.delenv("MONITOR_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["monitor", *args])
+    code = 0
+    try:
+        main()
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_cli_report_verdicts_show(store, db_url, tmp_path, monkeypatch, capsys) -> None:
+    sample(World(store))
+    out = run_cli(["report", "--period", "2026-W11", "--format", "html"], db_url, tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "digest-2026-W11.md" in out.stdout and "digest-2026-W11.html" in out.stdout
+    assert "1 overturned" in out.stdout and "2 changed" in out.stdout
+    with store.session() as s:
+        run = s.scalars(select(Run).where(Run.command == "report")).one()
+        assert run.status == "ok" and run.counts["report"]["period"] == "2026-W11"
+
+    code, stdout, err = main_in_process(
+        ["verdicts", "--json", "--line", "div"], db_url, tmp_path, monkeypatch, capsys
+    )
+    assert code == 0, err
+    table = {row["claim_id"]: row for row in json.loads(stdout)}
+    assert set(table) == {"c_sparse", "c_div"} and table["c_sparse"]["status"] == "OVERTURNED"
+
+    code, stdout, err = main_in_process(["show", "c_calib"], db_url, tmp_path, monkeypatch, capsys)
+    assert code == 0, err
+    assert "Binary rewards degrade calibration" in stdout and "for review" in stdout
+    assert "Verdict history" in stdout
+
+    code, _, err = main_in_process(["show", "nope"], db_url, tmp_path, monkeypatch, capsys)
+    assert code == 3 and "no claim with id 'nope'" in err
+    code, _, err = main_in_process(["report", "--period", "fortnight"], db_url, tmp_path, monkeypatch, capsys)
+    assert code == 3 and "fortnight" in err
+    code, _, err = main_in_process(["report", "--format", "pdf"], db_url, tmp_path, monkeypatch, capsys)
+    assert code == 2 and "pdf" in err
+
+
+def test_content_hash_ignores_generation_time(store, tmp_path) -> None:
+    sample(World(store))
+    settings = settings_for(tmp_path)
+    first = write_digest(store, settings, "2026-W11")
+    second = write_digest(store, settings, "2026-W11")
+    assert first.content_sha256 == second.content_sha256
+
+
+def test_replayed_week_counts_pairs_judged_later_about_its_papers(store, tmp_path) -> None:
+    w = World(store)
+    sample(w)
+    # A replay judges an old week's paper today: its pair and tokens belong to that week's digest.
+    w.paper("2603.06666", "Judged during a replay", dt.date(2026, 3, 13))
+    w.assess("2603.06666", "c_div", "SUPPORTS", 0.8, created_at=dt.datetime(2026, 11, 1, 9))
+    result = write_digest(store, settings_for(tmp_path), "2026-W11")
+    assert result.stats["pairs_judged"] == 4 and result.stats["new_evidence"] == 3
+    later = write_digest(
+        store, settings_for(tmp_path), None, since=dt.date(2026, 11, 1), until=dt.date(2026, 11, 7)
+    )
+    assert later.stats["pairs_judged"] == 1 and later.stats["new_evidence"] == 0

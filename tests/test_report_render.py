@@ -1,0 +1,209 @@
+"""Rendering a fixed store: Markdown and HTML structure, links, escaping of hostile text, empty periods."""
+
+from __future__ import annotations
+
+import datetime as dt
+from html.parser import HTMLParser
+
+import pytest
+from digest_world import NASTY, World, open_sqlite, sample
+from markdown_it import MarkdownIt
+
+from monitor.config import Settings
+from monitor.report.digest import gather_digest
+from monitor.report.period import resolve_period
+from monitor.report.render import md, render
+
+WEEK = resolve_period("2026-W11")
+
+
+@pytest.fixture
+def digest(store):
+    sample(World(store))
+    return gather_digest(store, Settings(), WEEK)
+
+
+@pytest.fixture
+def lite(sqlite_url: str):
+    """SQLite only, for rendering checks that do not depend on the database."""
+    s = open_sqlite(sqlite_url)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def lite_digest(lite):
+    sample(World(lite))
+    return gather_digest(lite, Settings(), WEEK)
+
+
+class Tags(HTMLParser):
+    """Collects start tags with attributes, and text."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def parse_md(text: str):
+    return MarkdownIt("commonmark").enable("table").parse(text)
+
+
+def test_view_model_groups_by_line_changed_first_and_drops_unrelated(digest) -> None:
+    s = digest.summary
+    assert s.counts == {"OVERTURNED": 1, "PERISHABLE": 2, "DURABLE": 0, "UNTESTED": 1}
+    assert [(c.id, c.previous_status, c.status) for c in s.changed] == [
+        ("c_sparse", "DURABLE", "OVERTURNED"),
+        ("c_calib", "UNTESTED", "PERISHABLE"),
+    ]
+    assert (s.papers_published, s.pairs_judged, s.new_evidence, s.for_review, s.tokens) == (3, 3, 2, 1, 1200)
+    rl, div = digest.lines
+    assert rl.id == "rl" and [c.id for c in rl.detailed] == ["c_sparse", "c_calib"]
+    assert [c.id for c in rl.quiet] == ["c_quiet"]
+    # c_sparse sits in both lines: in full once, cross-referenced in the other.
+    assert [c.id for c in div.elsewhere] == ["c_sparse"] and div.detailed == []
+    assert [a.arxiv_id for a in rl.ungrounded_anchors] == ["2505.11711"]
+    all_evidence = [e.item.arxiv_id for line in digest.lines for c in line.detailed for e in c.new_evidence]
+    assert "2603.07777" not in all_evidence  # UNRELATED never shows
+
+
+def test_markdown_structure_links_and_escaping(digest) -> None:
+    text = render(digest, "md", Settings())
+    assert text.startswith("# Claim monitor digest — week 2026-W11 (09 Mar – 15 Mar 2026)\n")
+    assert text.index("## Summary") < text.index("## What breaks") < text.index("## Is diversity")
+    assert "**DURABLE → OVERTURNED**" in text
+    assert "](https://arxiv.org/abs/2603.01234v1) — 2026-03-10, v1 · **OVERTURNS** 0.91" in text
+    assert "⚠ **for review**" in text
+    assert "protein folding" not in text
+    tokens = parse_md(text)
+    # No raw HTML survives: hostile <script> in a title and a quote is text, not markup.
+    assert not [t for t in tokens if t.type == "html_block"]
+    inline_html = [c for t in tokens if t.children for c in t.children if c.type == "html_inline"]
+    assert inline_html == []
+    html = MarkdownIt("commonmark").enable("table").render(text)
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    # The only links are the ones we made (the [link](http://evil) in the title stays text).
+    hrefs = [c.attrs["href"] for t in tokens if t.children for c in t.children if c.type == "link_open"]
+    assert "http://evil" not in hrefs
+    assert "https://arxiv.org/abs/2603.01234v1" in hrefs and "https://arxiv.org/abs/2505.11711" in hrefs
+    # The evidence quote is a blockquote, with the hostile text intact as text.
+    quotes = [i for i, t in enumerate(tokens) if t.type == "blockquote_open"]
+    quoted = [tokens[i + 2].content for i in quotes]
+    assert any(NASTY.split(" h")[0].replace("\\", "") in q.replace("\\", "") for q in quoted)
+    # Tables keep their shape although a claim contains "|": every row has the header's cell count.
+    rows: list[int] = []
+    cells = 0
+    for t in tokens:
+        if t.type == "tr_open":
+            cells = 0
+        elif t.type in ("td_open", "th_open"):
+            cells += 1
+        elif t.type == "tr_close":
+            rows.append(cells)
+    assert rows and set(rows) == {2, 4} and rows.count(4) == 2  # summary table + one quiet table
+    # An untested claim without news is only counted, not listed.
+    assert "_1 more claim still untested: no relevant paper yet._" in text
+    assert "Diversity falls as pass@1 rises" not in text
+
+
+def test_markdown_escape_function() -> None:
+    assert md("a | b") == "a \\| b"
+    assert md("<b>x</b>") == "\\<b\\>x\\</b\\>"
+    assert md("1. not a list\nsecond *line*") == "1\\. not a list second \\*line\\*"
+    assert md("- dash") == "\\- dash"
+    assert md(None) == ""
+
+
+def test_html_is_escaped_inline_styled_and_self_contained(lite_digest) -> None:
+    text = render(lite_digest, "html", Settings())
+    parser = Tags()
+    parser.feed(text)
+    names = [tag for tag, _ in parser.tags]
+    assert "script" not in names and "style" not in names and "link" not in names
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    hrefs = [attrs["href"] for tag, attrs in parser.tags if tag == "a"]
+    assert "https://arxiv.org/abs/2603.01234v1" in hrefs and all(
+        h.startswith("https://arxiv.org/") for h in hrefs
+    )
+    assert "table" in names and "blockquote" in names
+    # Every table and cell carries its own style or layout attributes; no class-based CSS.
+    assert not [attrs for _, attrs in parser.tags if "class" in attrs]
+    body = " ".join(parser.text)
+    assert "for review" in body and "DURABLE" in body and "protein folding" not in body
+
+
+def test_text_part_is_plain(lite_digest) -> None:
+    text = render(lite_digest, "txt", Settings())
+    assert "DURABLE -> OVERTURNED" in text
+    assert "<https://arxiv.org/abs/2603.01234v1>" in text
+    assert "FOR REVIEW" in text
+    assert "Research questions: Research questions need an LLM judge" in text
+
+
+def test_empty_period_says_so_plainly(store) -> None:
+    sample(World(store))
+    quiet = gather_digest(store, Settings(), resolve_period("2026-W20"))
+    text = render(quiet, "md", Settings())
+    assert "No arXiv announcements in this period" in text
+    assert "No verdict changed this period." in text
+    assert "**New evidence**" not in text
+
+
+def test_period_with_papers_but_nothing_relevant(lite) -> None:
+    w = World(lite)
+    sample(w)
+    w.paper("2604.00001", "Unrelated", dt.date(2026, 4, 7))
+    text = render(gather_digest(lite, Settings(), resolve_period("2026-W15")), "md", Settings())
+    assert "No relevant papers this period" in text and "1 papers were read" in text
+
+
+def test_user_templates_override_the_shipped_ones(lite, tmp_path) -> None:
+    sample(World(lite))
+    (tmp_path / "digest.md.j2").write_text("custom {{ d.period.key }} {{ d.summary.counts.OVERTURNED }}\n")
+    settings = Settings()
+    settings.report.templates_dir = tmp_path
+    digest = gather_digest(lite, settings, WEEK)
+    assert render(digest, "md", settings) == "custom 2026-W11 1\n"
+    assert render(digest, "html", settings).startswith("<!DOCTYPE html>")  # not overridden: shipped
+
+
+def test_a_broken_user_template_is_a_config_error(lite, tmp_path) -> None:
+    from monitor.errors import ConfigError
+
+    (tmp_path / "digest.md.j2").write_text("{% for x in %}\n")
+    settings = Settings()
+    settings.report.templates_dir = tmp_path
+    with pytest.raises(ConfigError, match="digest.md.j2:1"):
+        render(gather_digest(lite, settings, WEEK, ask_llm=False), "md", settings)
+
+
+def test_older_work_behind_a_verdict_is_named(lite) -> None:
+    w = World(lite)
+    sample(w)
+    w.paper("2603.04444", "GRPO still collapses", dt.date(2026, 3, 11))
+    w.assess("2603.04444", "c_quiet", "SUPPORTS", 0.9, evidence="still collapses")
+    w.paper("2601.03333", "Older support for calibration loss", dt.date(2025, 7, 1))
+    w.assess("2601.03333", "c_sparse", "SUPPORTS", 0.5)
+    digest = gather_digest(lite, Settings(), WEEK)
+    quiet = next(c for c in digest.lines[0].detailed if c.id == "c_quiet")
+    assert quiet.status == "PERISHABLE" and not quiet.changed
+    assert quiet.strongest_recent.item.arxiv_id == "2602.00002" and quiet.rests_on == []
+    text = render(digest, "md", Settings())
+    assert (
+        "Strongest contradicting work of the last 6 months: [Robust GRPO](https://arxiv.org/abs/2602.00002v1)"
+        in text
+    )
+
+
+def test_claim_in_two_lines_is_cross_referenced_once(lite_digest) -> None:
+    text = render(lite_digest, "md", Settings())
+    assert text.count("### OVERTURNED (was DURABLE)") == 1
+    assert "(`c_sparse`, under `rl`)" in text
+    assert "- Also under: `div`" in text

@@ -1,0 +1,161 @@
+"""compute_verdicts against a real store (SQLite and PostgreSQL): history rows, v2 relabels, anchors."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+from digest_world import World
+from sqlalchemy import select
+
+from monitor.config import Settings
+from monitor.store.models import Verdict
+from monitor.verdicts.rollup import compute_verdicts, current_verdicts
+
+
+def rows(store, claim_id: str) -> list[Verdict]:
+    with store.session() as s:
+        return list(s.scalars(select(Verdict).where(Verdict.claim_id == claim_id).order_by(Verdict.id)))
+
+
+def make(store) -> World:
+    w = World(store)
+    w.line("rl", "What breaks?")
+    w.claim(
+        "c1",
+        "RL updates few parameters",
+        ("rl",),
+        date_text="2025-05",
+        start=dt.date(2025, 5, 1),
+        end=dt.date(2025, 5, 31),
+        precision="month",
+    )
+    return w
+
+
+def test_history_rows_only_when_something_changed(store) -> None:
+    settings = Settings()
+    w = make(store)
+    first = compute_verdicts(store, settings, as_of=dt.date(2025, 6, 30))
+    assert [(c.claim_id, c.status, c.status_changed) for c in first] == [("c1", "UNTESTED", False)]
+    assert compute_verdicts(store, settings, as_of=dt.date(2025, 7, 6)) == []  # nothing new: no row
+    w.paper("2507.00001", "Replication", dt.date(2025, 7, 10))
+    sup = w.assess("2507.00001", "c1", "SUPPORTS", 0.8)
+    [change] = compute_verdicts(store, settings, as_of=dt.date(2025, 7, 13))
+    assert (change.previous_status, change.status, change.status_changed) == ("UNTESTED", "DURABLE", True)
+    assert change.evidence == [sup]
+    # A second SUPPORTS: same status, different papers -> a row, but not a status change.
+    w.paper("2507.00002", "Another replication", dt.date(2025, 7, 15))
+    sup2 = w.assess("2507.00002", "c1", "SUPPORTS", 0.7)
+    [change] = compute_verdicts(store, settings, as_of=dt.date(2025, 7, 20))
+    assert change.status_changed is False
+    assert sorted(change.evidence) == sorted([sup, sup2])
+    assert compute_verdicts(store, settings, as_of=dt.date(2025, 7, 27)) == []
+    history = rows(store, "c1")
+    assert [(v.status, v.changed, v.as_of) for v in history] == [
+        ("UNTESTED", False, dt.date(2025, 6, 30)),
+        ("DURABLE", True, dt.date(2025, 7, 13)),
+        ("DURABLE", False, dt.date(2025, 7, 20)),
+    ]
+    [current] = current_verdicts(store)
+    assert current.status == "DURABLE"
+    assert current.changed_at == dt.date(2025, 7, 13)
+    assert "2507.00001v1 SUPPORTS 0.80" in current.summary
+    json.dumps(current.as_dict())  # the --json output is serialisable
+
+
+def test_replay_as_of_ignores_papers_published_later(store) -> None:
+    settings = Settings()
+    w = make(store)
+    w.paper("2508.00001", "Dense RL", dt.date(2025, 8, 20))
+    w.assess("2508.00001", "c1", "OVERTURNS", 0.9)
+    [early] = compute_verdicts(store, settings, as_of=dt.date(2025, 8, 17))
+    assert early.status == "UNTESTED"
+    [late] = compute_verdicts(store, settings, as_of=dt.date(2025, 8, 24))
+    assert (late.previous_status, late.status) == ("UNTESTED", "OVERTURNED")
+
+
+def test_a_v2_that_changes_its_label_replaces_the_v1_assessment(store) -> None:
+    settings = Settings()
+    w = make(store)
+    w.paper("2509.00001", "Dense RL", dt.date(2025, 9, 1))
+    w.assess("2509.00001", "c1", "OVERTURNS", 0.9, version=1)
+    assert compute_verdicts(store, settings)[0].status == "OVERTURNED"
+    w.paper(
+        "2509.00001",
+        "Dense RL (revised)",
+        dt.date(2025, 9, 1),
+        version=2,
+        updated=dt.datetime(2025, 10, 1, 9),
+    )
+    v2 = w.assess("2509.00001", "c1", "SUPPORTS", 0.8, version=2)  # v1's row stops being current
+    [change] = compute_verdicts(store, settings)
+    assert (change.previous_status, change.status, change.evidence) == ("OVERTURNED", "DURABLE", [v2])
+
+
+def test_ungrounded_and_older_papers_in_the_store(store) -> None:
+    settings = Settings()
+    w = make(store)
+    w.paper("2504.00001", "Older", dt.date(2025, 4, 1))
+    w.assess("2504.00001", "c1", "OVERTURNS", 0.99)  # older than the claim
+    w.paper("2510.00001", "Newer", dt.date(2025, 10, 1))
+    w.assess("2510.00001", "c1", "OVERTURNS", 0.99, grounded=False)
+    [change] = compute_verdicts(store, settings)
+    assert change.status == "PERISHABLE"
+    [current] = current_verdicts(store, line_id="rl")
+    assert "(ungrounded)" in current.summary
+    assert current_verdicts(store, line_id="nope") == []
+
+
+def test_a_lines_own_anchor_is_not_new_evidence(store) -> None:
+    settings = Settings()
+    w = make(store)
+    w.anchor("rl", "2506.00001v2")
+    w.paper("2506.00001", "The anchor itself", dt.date(2025, 6, 2))
+    w.assess("2506.00001", "c1", "SUPPORTS", 0.9)
+    assert compute_verdicts(store, settings)[0].status == "UNTESTED"
+    settings.verdicts.exclude_anchors = False
+    assert compute_verdicts(store, settings)[0].status == "DURABLE"
+
+
+def test_retired_claims_get_no_verdict_and_run_counts_are_recorded(store) -> None:
+    from monitor.store.models import Claim, Run, utcnow
+    from monitor.store.runs import recorded_run
+
+    w = make(store)
+    w.claim("c_old", "retired claim", ("rl",))
+    with store.session() as s:
+        s.get(Claim, "c_old").retired_at = utcnow()
+    with recorded_run(store, "verdicts") as run:
+        changes = compute_verdicts(store, Settings(), run=run)
+    assert [c.claim_id for c in changes] == ["c1"]
+    with store.session() as s:
+        counts = s.get(Run, run.id).counts
+    assert counts["verdicts"]["claims"] == 1
+    assert counts["verdicts"]["untested"] == 1
+
+
+def test_show_explains_what_does_not_count(store) -> None:
+    from monitor.verdicts.show import claim_detail
+
+    w = make(store)
+    w.paper("2504.00001", "Older", dt.date(2025, 4, 1))
+    w.assess("2504.00001", "c1", "OVERTURNS", 0.99)
+    w.paper("2510.00001", "Unrelated", dt.date(2025, 10, 1))
+    w.assess("2510.00001", "c1", "UNRELATED", 0.9)
+    w.paper("2511.00001", "Weak", dt.date(2025, 11, 1))
+    w.assess("2511.00001", "c1", "RELAXES", 0.1)
+    w.paper("2512.00001", "Local flag", dt.date(2025, 12, 1))
+    w.assess("2512.00001", "c1", "OVERTURNS", 0.8, judge="local")
+    compute_verdicts(store, Settings())
+    detail = claim_detail(store, Settings(), "c1")
+    notes = {e.item.arxiv_id: (e.counted, e.note) for e in detail.evidence}
+    assert notes["2504.00001"] == (
+        False,
+        "not newer than the claim (published 2025-04-01, cutoff 2025-05-31)",
+    )
+    assert notes["2510.00001"] == (False, "unrelated")
+    assert notes["2511.00001"] == (False, "below min_confidence 0.3")
+    assert notes["2512.00001"] == (True, "for review (local judge)")
+    assert detail.status == "PERISHABLE" and [h.status for h in detail.history] == ["PERISHABLE"]
+    assert claim_detail(store, Settings(), "c").id == "c1"  # a unique prefix will do
