@@ -1,0 +1,245 @@
+"""`monitor eval`: run a judge over labelled (claim, paper) pairs and score it.
+
+Pairs come one JSON object a line: {"claim", "title", "abstract", "label", ...extra fields}. The score
+is macro-F1 over the labels present in the gold set, with per-class precision / recall / F1 and the
+confusion matrix. No database is involved.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from monitor.errors import InputError
+from monitor.judge.base import LABELS, ClaimText, Judge, Label, PaperText
+
+_REQUIRED_TEXT = ("claim", "title", "abstract")
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One labelled example: a claim, a paper's title and abstract, and the gold label."""
+
+    claim: str
+    title: str
+    abstract: str
+    label: Label
+    line: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def read_pairs(path: Path, limit: int | None = None) -> list[Pair]:
+    """Read a pairs file; any bad line raises InputError naming file, line and field."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(str(path), None, f"cannot read pairs file: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise InputError(str(path), None, "pairs file is not UTF-8 text") from None
+    pairs: list[Pair] = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        pairs.append(_parse_line(path, number, raw))
+        if limit is not None and len(pairs) >= limit:
+            break
+    if not pairs:
+        raise InputError(str(path), None, "no pairs in file")
+    return pairs
+
+
+def _parse_line(path: Path, number: int, raw: str) -> Pair:
+    try:
+        obj = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise InputError(str(path), number, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(obj, dict):
+        raise InputError(str(path), number, "expected a JSON object")
+    for name in _REQUIRED_TEXT:
+        value = obj.get(name)
+        if not isinstance(value, str):
+            raise InputError(str(path), number, f"field '{name}': missing or not a string")
+        if name != "title" and not value.strip():
+            raise InputError(str(path), number, f"field '{name}': empty")
+    label = obj.get("label")
+    if label not in LABELS:
+        raise InputError(str(path), number, f"field 'label': {label!r} is not one of {', '.join(LABELS)}")
+    extra = {k: v for k, v in obj.items() if k not in (*_REQUIRED_TEXT, "label")}
+    return Pair(obj["claim"], obj["title"], obj["abstract"], label, number, extra)
+
+
+@dataclass(frozen=True)
+class ClassScore:
+    """Precision, recall and F1 of one label, and how many gold pairs carry it."""
+
+    precision: float
+    recall: float
+    f1: float
+    support: int
+
+
+@dataclass
+class Scores:
+    """Scores of predictions against gold labels."""
+
+    labels: list[str]  # the labels scored (present in gold), in LABELS order
+    macro_f1: float
+    per_class: dict[str, ClassScore]
+    confusion: dict[str, dict[str, int]]  # confusion[gold][predicted]
+    n: int
+    accuracy: float
+
+
+def score(gold: list[str], predicted: list[str]) -> Scores:
+    """Macro-F1 over the gold labels present; a predicted label absent from gold only costs recall."""
+    if len(gold) != len(predicted):
+        raise ValueError("gold and predicted differ in length")
+    present = [label for label in LABELS if label in set(gold)]
+    shown = [label for label in LABELS if label in set(gold) | set(predicted)]
+    confusion = {g: {p: 0 for p in shown} for g in shown}
+    for g, p in zip(gold, predicted, strict=True):
+        confusion[g][p] += 1
+    per_class: dict[str, ClassScore] = {}
+    for label in shown:
+        tp = confusion[label][label]
+        predicted_n = sum(confusion[g][label] for g in shown)
+        support = sum(confusion[label].values())
+        precision = tp / predicted_n if predicted_n else 0.0
+        recall = tp / support if support else 0.0
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        per_class[label] = ClassScore(precision, recall, f1, support)
+    macro = sum(per_class[label].f1 for label in present) / len(present) if present else 0.0
+    correct = sum(g == p for g, p in zip(gold, predicted, strict=True))
+    return Scores(present, macro, per_class, confusion, len(gold), correct / len(gold) if gold else 0.0)
+
+
+def as_three_way(predicted: Iterable[str]) -> list[str]:
+    """RELAXES means "the claim holds, more narrowly": on a set without RELAXES it counts as SUPPORTS."""
+    return ["SUPPORTS" if p == "RELAXES" else p for p in predicted]
+
+
+@dataclass
+class Prediction:
+    """The judge's answer for one pair."""
+
+    pair: Pair
+    label: str
+    confidence: float
+    evidence: str
+
+
+@dataclass
+class EvalReport:
+    """Everything `monitor eval` prints."""
+
+    pairs_file: str
+    judge: str
+    model: str
+    strict: Scores
+    three_way: Scores | None  # only for gold sets without RELAXES
+    predictions: list[Prediction]
+    seconds: float
+
+    def as_dict(self) -> dict[str, Any]:
+        main = self.strict
+        out: dict[str, Any] = {
+            "pairs_file": self.pairs_file,
+            "judge": self.judge,
+            "model": self.model,
+            "n": main.n,
+            "labels": main.labels,
+            "macro_f1": round(main.macro_f1, 4),
+            "accuracy": round(main.accuracy, 4),
+            "per_class": _per_class_dict(main),
+            "confusion": main.confusion,
+            "seconds": round(self.seconds, 2),
+            "pairs_per_second": round(main.n / self.seconds, 2) if self.seconds > 0 else None,
+        }
+        if self.three_way is not None:
+            out["macro_f1_3way"] = round(self.three_way.macro_f1, 4)
+            out["per_class_3way"] = _per_class_dict(self.three_way)
+            out["confusion_3way"] = self.three_way.confusion
+        return out
+
+
+def _per_class_dict(scores: Scores) -> dict[str, dict[str, float | int]]:
+    return {
+        label: {
+            "precision": round(s.precision, 4),
+            "recall": round(s.recall, 4),
+            "f1": round(s.f1, 4),
+            "support": s.support,
+        }
+        for label, s in scores.per_class.items()
+    }
+
+
+def evaluate(
+    judge: Judge,
+    pairs: list[Pair],
+    pairs_file: str = "",
+    on_progress: Callable[[int], None] | None = None,
+) -> EvalReport:
+    """Judge every pair (one claim per call, as the pairs are independent) and score the answers."""
+    started = time.perf_counter()
+    predictions: list[Prediction] = []
+    for index, pair in enumerate(pairs):
+        paper = PaperText(arxiv_id=f"pair-{pair.line}", version=1, title=pair.title, abstract=pair.abstract)
+        claim = ClaimText(id=f"line-{pair.line}", text=pair.claim)
+        judgement = judge.judge(paper, [claim])[0]
+        predictions.append(Prediction(pair, judgement.label, judgement.confidence, judgement.evidence))
+        if on_progress is not None:
+            on_progress(index + 1)
+    seconds = time.perf_counter() - started
+    gold = [p.pair.label for p in predictions]
+    predicted = [p.label for p in predictions]
+    strict = score(gold, predicted)
+    three_way = score(gold, as_three_way(predicted)) if "RELAXES" not in gold else None
+    return EvalReport(
+        pairs_file=pairs_file,
+        judge=judge.name,
+        model=judge.model,
+        strict=strict,
+        three_way=three_way,
+        predictions=predictions,
+        seconds=seconds,
+    )
+
+
+def label_counts(pairs: list[Pair]) -> Counter[str]:
+    return Counter(p.label for p in pairs)
+
+
+def print_report(console: Any, report: EvalReport) -> None:
+    """Rich tables: the headline scores, per-class precision / recall / F1, and the confusion matrix."""
+    from rich.table import Table
+
+    strict = report.strict
+    head = f"{report.pairs_file}: {strict.n} pairs, judge {report.judge} ({report.model})"
+    console.print(head, highlight=False, soft_wrap=True)
+    line = f"macro-F1 {strict.macro_f1:.3f} over {', '.join(strict.labels)}; accuracy {strict.accuracy:.3f}"
+    if report.three_way is not None:
+        line += f"; 3-way macro-F1 (RELAXES counted as SUPPORTS) {report.three_way.macro_f1:.3f}"
+    rate = strict.n / report.seconds if report.seconds > 0 else float("nan")
+    console.print(f"{line}; {rate:.1f} pairs/s", highlight=False, soft_wrap=True)
+
+    per_class = Table(title="per class")
+    for column in ("label", "precision", "recall", "F1", "support"):
+        per_class.add_column(column, justify="left" if column == "label" else "right")
+    for label, s in strict.per_class.items():
+        per_class.add_row(label, f"{s.precision:.3f}", f"{s.recall:.3f}", f"{s.f1:.3f}", str(s.support))
+    console.print(per_class)
+
+    confusion = Table(title="confusion (rows: gold, columns: predicted)")
+    confusion.add_column("gold \\ predicted")
+    shown = list(strict.confusion)
+    for label in shown:
+        confusion.add_column(label, justify="right")
+    for gold in shown:
+        confusion.add_row(gold, *(str(strict.confusion[gold][p]) for p in shown))
+    console.print(confusion)

@@ -1,0 +1,171 @@
+"""`monitor eval`: metrics computed by hand, the pairs reader's errors, and the CLI end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from monitor.errors import InputError
+from monitor.judge.evaluate import as_three_way, read_pairs, score
+
+S, R, OV, U = "SUPPORTS", "RELAXES", "OVERTURNS", "UNRELATED"
+
+
+def test_score_matches_hand_computed_f1() -> None:
+    gold = [S, S, OV, U, U, U]
+    pred = [S, OV, OV, U, S, U]
+    scores = score(gold, pred)
+    # SUPPORTS: tp 1, predicted 2, gold 2 -> P 1/2, R 1/2, F1 1/2
+    # OVERTURNS: tp 1, predicted 2, gold 1 -> P 1/2, R 1, F1 2/3
+    # UNRELATED: tp 2, predicted 2, gold 3 -> P 1, R 2/3, F1 4/5
+    assert scores.per_class[S].f1 == pytest.approx(1 / 2)
+    assert scores.per_class[OV].precision == pytest.approx(1 / 2)
+    assert scores.per_class[OV].recall == pytest.approx(1.0)
+    assert scores.per_class[OV].f1 == pytest.approx(2 / 3)
+    assert scores.per_class[U].recall == pytest.approx(2 / 3)
+    assert scores.per_class[U].f1 == pytest.approx(4 / 5)
+    assert scores.macro_f1 == pytest.approx(59 / 90)
+    assert scores.accuracy == pytest.approx(4 / 6)
+    assert scores.confusion[U] == {S: 1, OV: 0, U: 2}
+    assert scores.per_class[U].support == 3
+
+
+def test_relaxes_on_a_set_without_relaxes_is_strict_error_but_three_way_supports() -> None:
+    gold = [S, S, OV, U]
+    pred = [R, S, OV, U]
+    strict = score(gold, pred)
+    # RELAXES is not a gold label: it is shown but not averaged; it costs SUPPORTS recall.
+    assert strict.labels == [S, OV, U]
+    assert strict.per_class[R].support == 0
+    assert strict.per_class[S].recall == pytest.approx(1 / 2)
+    assert strict.macro_f1 == pytest.approx((2 / 3 + 1 + 1) / 3)
+    three = score(gold, as_three_way(pred))
+    assert three.macro_f1 == pytest.approx(1.0)
+
+
+def test_macro_is_over_labels_present_only() -> None:
+    scores = score([S, S, U], [S, OV, U])
+    # OVERTURNS never occurs in gold: precision 0 is reported, but the average is over S and U.
+    assert scores.labels == [S, U]
+    assert scores.macro_f1 == pytest.approx((2 / 3 + 1) / 2)
+
+
+def _write(path: Path, rows: list[object]) -> Path:
+    path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n")
+    return path
+
+
+GOOD = {"claim": "c", "title": "t", "abstract": "a b c.", "label": "SUPPORTS", "why": "extra is kept"}
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ("{not json", "not valid JSON"),
+        ("[1, 2]", "expected a JSON object"),
+        ({**GOOD, "label": "MAYBE"}, "field 'label'"),
+        ({k: v for k, v in GOOD.items() if k != "abstract"}, "field 'abstract'"),
+        ({**GOOD, "claim": "   "}, "field 'claim': empty"),
+        ({**GOOD, "title": 3}, "field 'title'"),
+    ],
+)
+def test_bad_pairs_line_names_file_line_and_field(tmp_path: Path, bad: object, message: str) -> None:
+    path = _write(tmp_path / "pairs.jsonl", [GOOD, "", bad])
+    with pytest.raises(InputError) as info:
+        read_pairs(path)
+    assert f"{path}:3:" in str(info.value)
+    assert message in str(info.value)
+
+
+def test_read_pairs_keeps_extras_and_honours_limit(tmp_path: Path) -> None:
+    path = _write(tmp_path / "pairs.jsonl", [GOOD, {**GOOD, "label": "UNRELATED"}, "{broken"])
+    pairs = read_pairs(path, limit=2)
+    assert [p.label for p in pairs] == [S, U]
+    assert pairs[0].extra == {"why": "extra is kept"}
+    assert pairs[1].line == 2
+
+
+def test_empty_or_missing_pairs_file(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no pairs"):
+        read_pairs(_write(tmp_path / "empty.jsonl", [""]))
+    with pytest.raises(InputError, match="cannot read"):
+        read_pairs(tmp_path / "absent.jsonl")
+
+
+SMALL_PAIRS = [
+    {
+        "claim": "Aspirin reduces the risk of colorectal cancer.",
+        "title": "Daily aspirin and colorectal cancer incidence: a randomised trial",
+        "abstract": (
+            "We followed 20,000 adults for ten years. "
+            "Daily aspirin reduced the risk of colorectal cancer by 24% compared with placebo. "
+            "Gastrointestinal bleeding was more frequent in the aspirin group."
+        ),
+        "label": S,
+    },
+    {
+        "claim": "Aspirin reduces the risk of colorectal cancer.",
+        "title": "Graph neural networks for traffic forecasting",
+        "abstract": (
+            "We propose a spatio-temporal graph neural network for traffic speed forecasting. "
+            "On two highway datasets it lowers the mean absolute error of strong baselines."
+        ),
+        "label": U,
+    },
+    {
+        "claim": "Vitamin D supplementation lowers the risk of fractures in older adults.",
+        "title": "Vitamin D supplementation and fractures in older adults",
+        "abstract": (
+            "In a trial of 25,000 adults over 70, participants received vitamin D or placebo for five years. "
+            "Vitamin D supplementation did not reduce the risk of fractures compared with placebo. "
+            "Adverse events were similar in both groups."
+        ),
+        "label": OV,
+    },
+]
+
+
+def _monitor(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "MONITOR_JUDGE"))}
+    env["HF_HUB_OFFLINE"] = "1"
+    return subprocess.run(
+        [sys.executable, "-c", "from monitor.cli import main; main()", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_eval_cli_json_and_tables(tmp_path: Path) -> None:
+    path = _write(tmp_path / "small.jsonl", SMALL_PAIRS)
+    result = _monitor(["eval", "--pairs", str(path), "--judge", "local", "--json"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["n"] == 3
+    assert data["judge"] == "local"
+    assert set(data["per_class"]) >= {S, OV, U}
+    assert sum(sum(row.values()) for row in data["confusion"].values()) == 3
+    assert 0.0 <= data["macro_f1"] <= 1.0
+    assert "macro_f1_3way" in data  # no RELAXES in gold: the 3-way score is reported beside the strict one
+    assert not (tmp_path / "monitor.db").exists()  # eval needs no database
+
+    tables = _monitor(["eval", "--pairs", str(path), "--judge", "local", "--limit", "2"], tmp_path)
+    assert tables.returncode == 0, tables.stderr
+    assert "2 pairs" in tables.stdout
+    assert "macro-F1" in tables.stdout
+    assert "confusion" in tables.stdout
+
+
+def test_eval_cli_bad_file_exits_with_one_line(tmp_path: Path) -> None:
+    path = _write(tmp_path / "bad.jsonl", [SMALL_PAIRS[0], {**SMALL_PAIRS[1], "label": "REFUTES"}])
+    result = _monitor(["eval", "--pairs", str(path), "--judge", "local"], tmp_path)
+    assert result.returncode == 3
+    assert f"{path}:2: field 'label'" in result.stderr
+    assert "Traceback" not in result.stderr
