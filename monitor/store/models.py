@@ -287,6 +287,28 @@ class LLMExchange(Base):
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
 
 
+class JudgeBatch(Base):
+    """An OpenAI Batch API job (`monitor judge --batch`): the calls it carries, until its results are in.
+
+    `requests` maps each custom_id to the paper version, claims (with cache keys) and request body it
+    was built from, so collecting never depends on prompts or settings that changed since.
+    """
+
+    __tablename__ = "judge_batches"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    batch_id: Mapped[str] = mapped_column(String(200), unique=True)
+    input_file_id: Mapped[str] = mapped_column(String(200))
+    output_file_id: Mapped[str | None] = mapped_column(String(200))
+    status: Mapped[str] = mapped_column(String(20))  # the API's status, then "collected"
+    model: Mapped[str] = mapped_column(String(200))
+    prompt_version: Mapped[str] = mapped_column(String(40))
+    requests: Mapped[dict[str, Any]] = mapped_column(JSON)
+    pairs: Mapped[int] = mapped_column(Integer, default=0)
+    run_id: Mapped[int | None] = mapped_column(Integer)
+    submitted_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    collected_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
+
+
 # --- verdicts and digests -----------------------------------------------------------------------
 
 

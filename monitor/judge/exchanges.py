@@ -1,0 +1,59 @@
+"""Recording LLM exchanges: each request a judge makes becomes one `llm_exchanges` row.
+
+The recorder also keeps the run's totals (calls, tokens) so the runner can report them and keep to
+its token budget. It is called from worker threads, hence the lock around the counters.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from monitor.judge.base import Exchange
+from monitor.store.db import Store
+from monitor.store.models import LLMExchange
+
+
+@dataclass
+class ExchangeRecorder:
+    """A `Recorder` that stores exchanges for one run and counts their tokens."""
+
+    store: Store
+    run_id: int | None = None
+    calls: int = 0
+    failed_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __call__(self, exchange: Exchange) -> int | None:
+        request = dict(exchange.request)
+        if exchange.extra:
+            request["meta"] = exchange.extra
+        row = LLMExchange(
+            run_id=self.run_id,
+            provider=exchange.provider,
+            model=exchange.model,
+            prompt_version=exchange.prompt_version,
+            request=request,
+            response=exchange.response,
+            response_format=exchange.response_format,
+            prompt_tokens=exchange.prompt_tokens,
+            completion_tokens=exchange.completion_tokens,
+            latency_ms=exchange.latency_ms,
+            error=exchange.error,
+        )
+        with self.store.session() as session:
+            session.add(row)
+            session.flush()
+            row_id = row.id
+        with self._lock:
+            self.calls += 1
+            self.failed_calls += 1 if exchange.error else 0
+            self.prompt_tokens += exchange.prompt_tokens
+            self.completion_tokens += exchange.completion_tokens
+        return row_id

@@ -1,0 +1,24 @@
+"""Choosing a judge: the provider named on the command line, else the one the settings resolve to."""
+
+from __future__ import annotations
+
+from monitor.config import Settings
+from monitor.errors import ConfigError
+from monitor.judge.base import Judge
+
+PROVIDERS = ("local", "openai")
+
+
+def make_judge(settings: Settings, provider: str | None = None) -> Judge:
+    """Build the judge for `provider` ("local" | "openai"; None: settings.judge.resolved_provider())."""
+    chosen = provider or settings.judge.resolved_provider()
+    if chosen == "openai":
+        from monitor.judge.openai_judge import OpenAIJudge
+
+        return OpenAIJudge(settings.judge)
+    if chosen == "local":
+        # Imported only when asked for: the embedded model's dependencies are heavier.
+        from monitor.judge.local import LocalJudge
+
+        return LocalJudge(settings)
+    raise ConfigError(f"unknown judge provider {chosen!r}; choose one of {', '.join(PROVIDERS)}")

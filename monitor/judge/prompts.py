@@ -1,0 +1,88 @@
+"""The judge's prompts: Jinja2 templates in `prompts/`, versioned by a hash of their bytes.
+
+Any edit to a template gives a new `prompt_version`, which is part of every assessment's cache key, so
+changed prompts re-judge what they should and nothing else. Paper text is untrusted: the `untrusted`
+filter defuses anything in it that looks like one of the prompt's own delimiter tags.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+
+from monitor.errors import ConfigError
+from monitor.judge.base import ClaimText, PaperText
+
+# The shipped templates live beside the package in the repository's prompts/ folder.
+DEFAULT_PROMPTS_DIR = Path(__file__).resolve().parents[2] / "prompts"
+TEMPLATE_NAMES = ("judge_system.j2", "judge_user.j2", "judge_correction.j2")
+
+# Tags the user prompt uses as delimiters; in paper text they are escaped so the text cannot close them.
+_DELIMITER_TAG = re.compile(r"<\s*/?\s*(?:paper|title|abstract|claims?)\b[^<>]*>?", re.IGNORECASE)
+
+
+def defuse(text: str) -> str:
+    """Escape delimiter-like tags (`</paper>`, `<claim ...>`) inside untrusted text."""
+    return _DELIMITER_TAG.sub(lambda m: m.group(0).replace("<", "&lt;").replace(">", "&gt;"), text)
+
+
+def prompt_version(directory: Path, names: tuple[str, ...] = TEMPLATE_NAMES) -> str:
+    """First 12 hex digits of sha256 over the templates' names and bytes, in a fixed order."""
+    digest = hashlib.sha256()
+    for name in names:
+        digest.update(name.encode() + b"\0")
+        digest.update((directory / name).read_bytes())
+        digest.update(b"\0")
+    return digest.hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class JudgePrompts:
+    """The loaded judge templates and their version; renders the messages of one call."""
+
+    directory: Path
+    version: str
+    env: jinja2.Environment
+
+    def system(self) -> str:
+        return self.env.get_template("judge_system.j2").render().strip()
+
+    def user(self, paper: PaperText, claims: list[ClaimText]) -> str:
+        return self.env.get_template("judge_user.j2").render(paper=paper, claims=claims).strip()
+
+    def correction(self, problem: str, claim_ids: list[str]) -> str:
+        template = self.env.get_template("judge_correction.j2")
+        return template.render(problem=problem, claim_ids=claim_ids).strip()
+
+    def messages(self, paper: PaperText, claims: list[ClaimText]) -> list[dict[str, str]]:
+        return [
+            {"role": "system", "content": self.system()},
+            {"role": "user", "content": self.user(paper, claims)},
+        ]
+
+
+def load_prompts(directory: Path | None = None) -> JudgePrompts:
+    """Load the judge templates from `directory` (default: the shipped prompts/)."""
+    directory = Path(directory) if directory else DEFAULT_PROMPTS_DIR
+    missing = [name for name in TEMPLATE_NAMES if not (directory / name).is_file()]
+    if missing:
+        raise ConfigError(f"{directory}: missing judge prompt template(s): {', '.join(missing)}")
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(directory)),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,  # the output is a chat message, not HTML; untrusted text goes through `untrusted`
+        keep_trailing_newline=False,
+    )
+    env.filters["untrusted"] = defuse
+    try:
+        for name in TEMPLATE_NAMES:
+            env.get_template(name)
+    except jinja2.TemplateSyntaxError as exc:
+        raise ConfigError(
+            f"{directory / (exc.name or '?')}:{exc.lineno}: template error: {exc.message}"
+        ) from None
+    return JudgePrompts(directory=directory, version=prompt_version(directory), env=env)

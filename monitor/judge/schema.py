@@ -1,0 +1,157 @@
+"""The answer a judge model must give, and its validation.
+
+A model's reply is untrusted too: it is parsed leniently (code fences, prose around the JSON) but
+validated strictly: labels from LABELS only, exactly the claim ids asked, confidence in 0..1, a
+non-empty rationale, and evidence for every label but UNRELATED.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from monitor.judge.base import LABELS, Judgement, Label
+
+
+class InvalidAnswer(ValueError):
+    """The model's reply is not a valid answer; the message says what is wrong, for the corrective turn."""
+
+
+class ClaimAnswer(BaseModel):
+    """The model's verdict on one claim."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    claim_id: str
+    label: Label
+    confidence: float = Field(ge=0.0, le=1.0)
+    rationale: str = Field(min_length=1)
+    evidence: str = ""
+
+    @field_validator("label", mode="before")
+    @classmethod
+    def _upper(cls, v: Any) -> Any:
+        return v.strip().upper() if isinstance(v, str) else v
+
+    @field_validator("claim_id", "rationale", "evidence", mode="before")
+    @classmethod
+    def _strip(cls, v: Any) -> Any:
+        return v.strip() if isinstance(v, str) else ("" if v is None else v)
+
+    @model_validator(mode="after")
+    def _evidence_needed(self) -> ClaimAnswer:
+        if self.label != "UNRELATED" and not self.evidence:
+            raise ValueError(f"label {self.label} needs an evidence quote from the title or abstract")
+        return self
+
+
+class JudgeAnswer(BaseModel):
+    """The whole reply: one ClaimAnswer per claim asked."""
+
+    assessments: list[ClaimAnswer]
+
+
+def response_schema(claim_ids: list[str], bounds: bool = False) -> dict[str, Any]:
+    """The JSON schema sent as `response_format` (strict: every key required, nothing extra).
+
+    `bounds` adds item counts, the confidence range and a non-empty rationale: grammar-constrained
+    servers (llama.cpp) enforce them, while OpenAI's strict mode may reject some of those keywords.
+    """
+    schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["assessments"],
+        "properties": {
+            "assessments": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["claim_id", "label", "confidence", "rationale", "evidence"],
+                    "properties": {
+                        "claim_id": {"type": "string", "enum": list(claim_ids)},
+                        "label": {"type": "string", "enum": list(LABELS)},
+                        "confidence": {"type": "number"},
+                        "rationale": {"type": "string"},
+                        "evidence": {"type": "string"},
+                    },
+                },
+            }
+        },
+    }
+    if bounds:
+        answers = schema["properties"]["assessments"]  # type: ignore[index]
+        answers["minItems"] = answers["maxItems"] = len(claim_ids)
+        answers["items"]["properties"]["confidence"].update(minimum=0, maximum=1)
+        # Length caps keep a small local model from rambling until max_tokens cuts the JSON off.
+        answers["items"]["properties"]["rationale"].update(minLength=1, maxLength=200)
+        answers["items"]["properties"]["evidence"]["maxLength"] = 400
+    return schema
+
+
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
+
+
+def _load_json(text: str) -> Any:
+    candidates = [text.strip()]
+    candidates += [m.group(1).strip() for m in _FENCE.finditer(text)]
+    start, end = text.find("{"), text.rfind("}")
+    if 0 <= start < end:
+        candidates.append(text[start : end + 1])
+    for candidate in candidates:
+        try:
+            return json.loads(candidate)
+        except ValueError:
+            continue
+    raise InvalidAnswer("the reply is not a JSON object")
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        where = ".".join(str(p) for p in err["loc"])
+        parts.append(f"{where}: {err['msg']}" if where else str(err["msg"]))
+    return "; ".join(parts)
+
+
+def parse_answer(text: str | None, claim_ids: list[str]) -> list[Judgement]:
+    """Parse and validate a reply for `claim_ids`; raises InvalidAnswer saying what is wrong."""
+    if not text or not text.strip():
+        raise InvalidAnswer("the reply is empty")
+    data = _load_json(text)
+    if isinstance(data, list):
+        data = {"assessments": data}
+    elif isinstance(data, dict) and "assessments" not in data and "label" in data and len(claim_ids) == 1:
+        data = {"assessments": [{"claim_id": claim_ids[0], **data}]}
+    try:
+        answer = JudgeAnswer.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidAnswer(_describe(exc)) from None
+    got = [a.claim_id for a in answer.assessments]
+    if sorted(got) != sorted(claim_ids):
+        raise InvalidAnswer(f"expected one entry for each claim id {sorted(claim_ids)}, got {got}")
+    return [
+        Judgement(
+            claim_id=a.claim_id,
+            label=a.label,
+            confidence=a.confidence,
+            rationale=a.rationale,
+            evidence=a.evidence,
+        )
+        for a in answer.assessments
+    ]
+
+
+_REFUSAL = re.compile(
+    r"^\W*(i'?m sorry|i am sorry|sorry, but|i can(?:'|no)?t (?:help|assist|comply|do that)|i cannot|"
+    r"i (?:won'?t|will not) (?:help|assist))",
+    re.IGNORECASE,
+)
+
+
+def looks_like_refusal(text: str | None) -> bool:
+    """A reply that opens with an apology or "I can't help", rather than an answer."""
+    return bool(text) and bool(_REFUSAL.match(text.strip()))

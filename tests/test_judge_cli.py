@@ -1,0 +1,116 @@
+"""`monitor judge` end to end: the console entry point, a real database and the scripted OpenAI server."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from llm_server import Reply, ScriptedLLM, answer, answering, completion
+from sqlalchemy import select
+from test_judge_runner import assessments, seed
+
+from monitor.cli import main
+from monitor.store.db import Store
+from monitor.store.models import Run
+
+SECRET = "sk-cli-test-do-not-print"
+
+
+@pytest.fixture
+def llm() -> Iterator[ScriptedLLM]:
+    with ScriptedLLM() as server:
+        yield server
+
+
+class Result:
+    def __init__(self, returncode: int, stdout: str, stderr: str) -> None:
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+@pytest.fixture
+def monitor(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, llm: ScriptedLLM
+) -> Callable[..., Result]:
+    """Run the console entry point in-process (as `monitor --db URL judge ...`) and capture its exit."""
+    monkeypatch.chdir(tmp_path)  # no stray monitor.toml
+    for name, value in {
+        "MONITOR_JUDGE__BASE_URL": llm.url,
+        "OPENAI_API_KEY": SECRET,
+        "MONITOR_JUDGE__MODEL": "scripted-model",
+        "MONITOR_JUDGE__BACKOFF_SECONDS": "0.01",
+        "MONITOR_JUDGE__MAX_RETRIES": "0",
+        "COLUMNS": "200",
+    }.items():
+        monkeypatch.setenv(name, value)
+
+    def run(db_url: str, *args: str, **env: str | None) -> Result:
+        for name, value in env.items():
+            if value is None:
+                monkeypatch.delenv(name, raising=False)
+            else:
+                monkeypatch.setenv(name, value)
+        monkeypatch.setattr(sys, "argv", ["monitor", "--db", db_url, "judge", *args])
+        code = 0
+        try:
+            main()
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+        out = capsys.readouterr()
+        return Result(code, out.out, out.err)
+
+    return run
+
+
+def test_dry_run_then_run(
+    store: Store, db_url: str, llm: ScriptedLLM, monitor: Callable[..., Result]
+) -> None:
+    seed(store, papers=2, claims=3)
+    dry = monitor(db_url, "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "dry run" in dry.stdout and "LLM calls" in dry.stdout
+    assert llm.requests == []
+    llm.default = answering("SUPPORTS")
+    real = monitor(db_url, "--claim", "c0", "--claim", "c1")
+    assert real.returncode == 0, real.stderr
+    assert "SUPPORTS" in real.stdout and SECRET not in real.stdout + real.stderr
+    assert len(assessments(store)) == 4
+    with store.session() as s:
+        run = s.scalars(select(Run).where(Run.command == "judge")).one()
+        assert run.status == "ok" and run.tokens == 240 and run.counts["judge"]["judged"] == 4
+
+
+def test_budget_and_failures_exit_non_zero(
+    store: Store, db_url: str, llm: ScriptedLLM, monitor: Callable[..., Result]
+) -> None:
+    seed(store, papers=3, claims=1)
+    llm.default = lambda req: Reply(body=completion(answer(req), prompt_tokens=500, completion_tokens=100))
+    spent = monitor(
+        db_url,
+        "--provider",
+        "openai",
+        MONITOR_JUDGE__TOKEN_BUDGET="700",
+        MONITOR_JUDGE__CONCURRENCY="1",
+    )
+    assert spent.returncode == 7, spent.stderr
+    assert "token budget 700 reached" in spent.stderr and len(assessments(store)) == 1
+    llm.default = lambda _req: Reply(body=completion(None, refusal="I can't help with that."))
+    refused = monitor(db_url, MONITOR_JUDGE__TOKEN_BUDGET=None)
+    assert refused.returncode == 6 and "refused" in refused.stderr
+    assert len(assessments(store)) == 1  # the two refused pairs stay pending
+
+
+def test_batch_submit_then_collect(
+    store: Store, db_url: str, llm: ScriptedLLM, monitor: Callable[..., Result]
+) -> None:
+    seed(store, papers=2, claims=1)
+    llm.default = answering("UNRELATED", evidence="")
+    submitted = monitor(db_url, "--batch")
+    assert submitted.returncode == 0, submitted.stderr
+    assert "batches submitted" in submitted.stdout and assessments(store) == []
+    llm.batches.ready = True
+    collected = monitor(db_url, "--batch", "--wait", MONITOR_JUDGE__BATCH_POLL_SECONDS="0.01")
+    assert collected.returncode == 0, collected.stderr
+    assert "batches collected" in collected.stdout and len(assessments(store)) == 2
+    assert len(llm.batches.batches) == 1  # nothing was submitted twice

@@ -1,0 +1,100 @@
+"""The `openai` provider and the runner against a real llama.cpp server (SmolLM2-135M).
+
+The model is tiny and its labels are poor; these tests check the protocol: the json_schema -> HTTP 500
+fallback, structured answers parsed and validated, tokens and latency recorded, nothing half-written.
+"""
+
+from __future__ import annotations
+
+from llama_server import LlamaServer, llama_server  # noqa: F401 - the session fixture
+from sqlalchemy import select
+
+from monitor.config import JudgeSettings, Settings
+from monitor.errors import JudgeError
+from monitor.judge.base import LABELS, ClaimText, Exchange, PaperText
+from monitor.judge.openai_judge import OpenAIJudge
+from monitor.judge.runner import judge_pending
+from monitor.store.db import Store
+from monitor.store.models import Assessment, Candidate, Claim, LLMExchange, Paper, PaperVersion
+from monitor.store.runs import recorded_run
+
+ABSTRACT = (
+    "We study which parameters change during reinforcement learning fine-tuning of language models. "
+    "Across seven models, RL updates only 5 to 30 percent of the parameters, while supervised "
+    "fine-tuning updates nearly all of them."
+)
+
+
+def judge_settings(server: LlamaServer, **extra: object) -> dict[str, object]:
+    return {
+        "base_url": server.url,
+        "model": server.model,
+        "timeout_seconds": 300,
+        "max_retries": 1,
+        "backoff_seconds": 0.1,
+        "max_output_tokens": 100,
+        "claims_per_call": 2,
+        "concurrency": 1,
+        **extra,
+    }
+
+
+def test_protocol_against_llama_cpp(llama_server: LlamaServer) -> None:  # noqa: F811
+    judge = OpenAIJudge(JudgeSettings(**judge_settings(llama_server)))
+    exchanges: list[Exchange] = []
+
+    def record(exchange: Exchange) -> int:
+        exchanges.append(exchange)
+        return len(exchanges)
+
+    paper = PaperText("2504.00001", 1, "Sparse parameter updates in RL fine-tuning", ABSTRACT)
+    claims = [ClaimText("c1", "RL updates only 5-30% of parameters")]
+    try:
+        judgements = judge.judge(paper, claims, record)
+    except JudgeError:
+        judgements = []  # a tiny model may fail validation twice: that path is recorded too
+    assert exchanges[0].response_format == "json_schema" and "HTTP 500" in (exchanges[0].error or "")
+    assert judge.mode == "json_object_schema"
+    answered = exchanges[1]
+    assert answered.response_format == "json_object_schema"
+    assert answered.prompt_tokens > 200 and answered.completion_tokens > 0 and answered.latency_ms > 0
+    assert answered.request["response_format"]["schema"]["properties"]["assessments"]["maxItems"] == 1
+    if judgements:
+        assert [j.claim_id for j in judgements] == ["c1"]
+        assert all(j.label in LABELS and 0 <= j.confidence <= 1 and j.rationale for j in judgements)
+    else:
+        assert all((e.error or "").startswith("invalid answer") for e in exchanges[1:])
+
+
+def test_runner_against_llama_cpp(store: Store, llama_server: LlamaServer) -> None:  # noqa: F811
+    with store.session() as s:
+        s.add(Claim(id="c1", text="RL updates only 5-30% of parameters", kind="user"))
+        s.add(Claim(id="c2", text="Supervised fine-tuning updates nearly all parameters", kind="user"))
+        s.add(Paper(arxiv_id="2504.00001", title="RL sparsity study", abstract=ABSTRACT, source="file"))
+        s.flush()  # parents first: the rows below reference them
+        s.add(
+            PaperVersion(
+                arxiv_id="2504.00001", version=1, title="RL sparsity study", abstract=ABSTRACT, source="file"
+            )
+        )
+        for claim_id in ("c1", "c2"):
+            s.add(Candidate(arxiv_id="2504.00001", version=1, claim_id=claim_id, score=1.0, method="test"))
+    settings = Settings(judge=judge_settings(llama_server, provider="openai"))
+    with recorded_run(store, "judge") as run:
+        summary = judge_pending(store, settings, run=run)
+    # Both claims of the paper in one call, after the json_schema probe that llama.cpp refuses.
+    assert summary.pending == 2 and summary.judged + summary.errors == 2
+    assert summary.prompt_tokens > 0 and run.tokens == summary.tokens
+    with store.session() as s:
+        exchanges = list(
+            s.scalars(select(LLMExchange).where(LLMExchange.run_id == run.id).order_by(LLMExchange.id))
+        )
+        assert len(exchanges) == summary.calls >= 2
+        assert exchanges[0].response_format == "json_schema" and "500" in (exchanges[0].error or "")
+        assert exchanges[1].response_format == "json_object_schema" and exchanges[1].prompt_tokens > 200
+        for row in s.scalars(select(Assessment)):
+            exchange = s.get(LLMExchange, row.exchange_id)
+            assert exchange is not None and exchange.error is None and exchange.completion_tokens > 0
+            assert row.label in LABELS and row.run_id == run.id
+    # What failed validation stays pending; what was judged is never asked again.
+    assert judge_pending(store, settings, dry_run=True).pending == summary.errors
