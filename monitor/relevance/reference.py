@@ -1,0 +1,60 @@
+"""The reference sample: a fixed random sample of arXiv papers on which each claim's cut is learned.
+
+A claim's cut is the score above which `share` of the reference papers lie for it. Because the
+sample never changes (it ships with the package; bench/build_reference.py rebuilds it from the
+22,120-paper snapshot of cs.CL/cs.LG/cs.AI 2024-2026), the cut does not depend on what the store
+holds or in which order papers arrive: a weekly replay selects what one whole-corpus scan selects.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from monitor.errors import ConfigError
+from monitor.relevance.bm25 import tokenize
+from monitor.relevance.scoring import PaperDoc, RelevanceScorer
+from monitor.relevance.text import paper_text
+
+REFERENCE_PAPERS = Path(__file__).parent / "data" / "reference_papers.jsonl.gz"
+SAMPLE_SIZE = 3000
+
+
+@lru_cache(maxsize=2)
+def reference_papers(path: Path = REFERENCE_PAPERS) -> tuple[tuple[PaperDoc, ...], tuple[list[str], ...]]:
+    """The sample's papers and their tokens, read and tokenised once per process."""
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            rows = [json.loads(line) for line in fh if line.strip()]
+        papers = tuple(PaperDoc(0, r["arxiv_id"], int(r["version"]), r["title"], r["abstract"]) for r in rows)
+    except (OSError, ValueError, KeyError) as exc:
+        raise ConfigError(f"{path}: cannot read the relevance reference sample: {exc}") from None
+    return papers, tuple(tokenize([paper_text(p.title, p.abstract) for p in papers]))
+
+
+# Learned cuts by (settings, claim query): a weekly replay asks for the same ones every period.
+_learned: dict[tuple[str, str], float] = {}
+
+
+def claim_cuts(
+    scorer: RelevanceScorer, share: float, fixed: float | None = None, claims: Sequence[int] | None = None
+) -> np.ndarray:
+    """The cut of each claim (rows of `scorer`, default all): `fixed`, or learned on the sample."""
+    rows = list(range(len(scorer.claims))) if claims is None else list(claims)
+    if fixed is not None:
+        return np.full(len(rows), fixed, dtype=np.float32)
+    # The hybrid gate depends on the whole claim set, so the set is part of the key.
+    setup = scorer.settings.model_dump_json() + "\n" + "\n".join(sorted(scorer.queries))
+    keys = [(setup, scorer.queries[i]) for i in rows]
+    missing = [i for i, key in enumerate(keys) if key not in _learned]
+    if missing:
+        papers, tokens = reference_papers()
+        scores = scorer.score(list(papers), tokens=list(tokens), claims=[rows[i] for i in missing])
+        for row, i in enumerate(missing):
+            _learned[keys[i]] = float(np.quantile(scores[row], 1.0 - share))
+    return np.array([_learned[key] for key in keys], dtype=np.float32)

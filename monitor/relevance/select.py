@@ -1,0 +1,222 @@
+"""select_candidates: score new paper versions against active claims and keep the pairs worth judging.
+
+Incremental: a `relevance_marks` row per (claim, claim text hash) remembers the highest
+paper_versions.id scanned, so each run scores only what each claim has not seen; a new or edited
+claim has no mark and is scanned against every stored paper. Versions are scanned in batches of
+`batch_size`; each batch's candidates and the marks that cover them commit in one transaction, so
+a crash loses at most the batch in flight and a rerun redoes exactly that.
+
+A claim's cut is the score above which `share` of a fixed reference sample of papers lie for it
+(`reference.py`); scores do not depend on the batch, so the cut means the same in a daily run of 300
+papers, a weekly replay and a first scan of 20,000.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from monitor.claims.ids import text_hash
+from monitor.config import Settings
+from monitor.relevance.reference import claim_cuts
+from monitor.relevance.scoring import PaperDoc, RelevanceScorer, select_pairs
+from monitor.relevance.text import ClaimQuery
+from monitor.store import Store
+from monitor.store.models import Candidate, Claim, Line, LineClaim, PaperVersion, RelevanceMark, utcnow
+from monitor.store.runs import RunRecord
+
+
+@dataclass
+class RelevanceSummary:
+    """What one relevance pass did."""
+
+    papers_scanned: int = 0  # distinct paper versions scored for at least one claim
+    claims: int = 0  # active claims considered
+    candidates_added: int = 0
+    method: str = ""
+    seconds: float = 0.0
+
+    @property
+    def candidates(self) -> int:
+        return self.candidates_added
+
+    def as_dict(self) -> dict[str, object]:
+        out = asdict(self)
+        out["seconds"] = round(self.seconds, 2)
+        return out
+
+
+def load_claim_queries(session: Session, claim_ids: Sequence[str] | None = None) -> list[ClaimQuery]:
+    """Active claims with their note titles, line questions and topics."""
+    stmt = select(Claim).where(Claim.retired_at.is_(None)).order_by(Claim.id)
+    if claim_ids is not None:
+        stmt = stmt.where(Claim.id.in_(list(claim_ids)))
+    claims = list(session.scalars(stmt))
+    context: dict[str, tuple[list[str], list[str]]] = {c.id: ([], list(c.topics or [])) for c in claims}
+    links = session.execute(
+        select(LineClaim.claim_id, Line.question, Line.topics)
+        .join(Line, Line.id == LineClaim.line_id)
+        .where(LineClaim.retired_at.is_(None), LineClaim.claim_id.in_(list(context)))
+        .order_by(LineClaim.claim_id, LineClaim.line_id)
+    )
+    for claim_id, question, topics in links:
+        questions, all_topics = context[claim_id]
+        if question and question not in questions:
+            questions.append(question)
+        all_topics.extend(t for t in topics or [] if t not in all_topics)
+    return [
+        ClaimQuery(
+            claim_id=c.id,
+            text=c.text,
+            text_hash=text_hash(c.text),
+            title=c.title,
+            questions=tuple(context[c.id][0]),
+            topics=tuple(context[c.id][1]),
+        )
+        for c in claims
+    ]
+
+
+def _load_marks(session: Session, claims: Sequence[ClaimQuery]) -> dict[str, int]:
+    """Per claim id, the last paper_versions.id scanned for its current text (0: none yet)."""
+    wanted = {(c.claim_id, c.text_hash) for c in claims}
+    marks = dict.fromkeys((c.claim_id for c in claims), 0)
+    rows = session.scalars(select(RelevanceMark).where(RelevanceMark.claim_id.in_(list(marks))))
+    for row in rows:
+        if (row.claim_id, row.claim_text_hash) in wanted:
+            marks[row.claim_id] = row.last_version_row
+    return marks
+
+
+def _advance_marks(session: Session, claims: Sequence[ClaimQuery], marks: dict[str, int], upto: int) -> None:
+    for claim in claims:
+        marks[claim.claim_id] = max(marks[claim.claim_id], upto)
+        row = session.get(RelevanceMark, (claim.claim_id, claim.text_hash))
+        if row is None:
+            row = RelevanceMark(claim_id=claim.claim_id, claim_text_hash=claim.text_hash)
+            session.add(row)
+        row.last_version_row = marks[claim.claim_id]
+        row.updated_at = utcnow()
+
+
+def paper_docs(rows: Sequence[PaperVersion]) -> list[PaperDoc]:
+    return [PaperDoc(r.id, r.arxiv_id, r.version, r.title, r.abstract) for r in rows]
+
+
+def make_scorer(store: Store, settings: Settings, claims: Sequence[ClaimQuery]) -> RelevanceScorer:
+    if settings.relevance.method == "bm25":
+        return RelevanceScorer(settings.relevance, claims)
+    from monitor.embeddings import cached_embeddings, get_embedder
+
+    embedder = get_embedder()
+
+    def title_vectors(papers: Sequence[PaperDoc]) -> np.ndarray:
+        found = cached_embeddings(store, {p.embedding_key: p.title for p in papers}, embedder)
+        return np.stack([found[p.embedding_key] for p in papers])
+
+    def query_vectors(texts: Sequence[str]) -> np.ndarray:
+        # Cached too: a weekly replay builds a scorer per period and the queries rarely change.
+        keys = [f"query:{hashlib.sha256(t.encode('utf-8')).hexdigest()[:40]}" for t in texts]
+        found = cached_embeddings(store, dict(zip(keys, texts, strict=True)), embedder)
+        return np.stack([found[k] for k in keys])
+
+    return RelevanceScorer(settings.relevance, claims, title_vectors, query_vectors)
+
+
+def select_candidates(
+    store: Store,
+    settings: Settings,
+    run: RunRecord | None = None,
+    claim_ids: Sequence[str] | None = None,
+) -> RelevanceSummary:
+    """Scan paper versions each active claim has not seen yet; write `candidates` for those that pass."""
+    began = time.monotonic()
+    cfg = settings.relevance
+    summary = RelevanceSummary(method=cfg.method)
+    with store.session() as session:
+        active = load_claim_queries(session)
+        wanted = set(claim_ids) if claim_ids is not None else None
+        claims = [c for c in active if wanted is None or c.claim_id in wanted]
+        marks = _load_marks(session, claims)
+        top = session.scalar(select(func.max(PaperVersion.id))) or 0
+    summary.claims = len(claims)
+    behind = [c for c in claims if marks[c.claim_id] < top]
+    if behind:
+        # Scored with every active claim, so a pair's score never depends on which claims are due.
+        scorer = make_scorer(store, settings, active)
+        due = [active.index(c) for c in behind]
+        cuts = claim_cuts(scorer, cfg.share, cfg.cut, due)
+        seen = np.array([marks[c.claim_id] for c in behind], dtype=np.int64)
+        after = int(seen.min())
+        while after < top:
+            with store.session() as session:
+                rows = list(
+                    session.scalars(
+                        select(PaperVersion)
+                        .where(PaperVersion.id > after, PaperVersion.id <= top)
+                        .order_by(PaperVersion.id)
+                        .limit(cfg.batch_size)
+                    )
+                )
+            if not rows:
+                break
+            papers = paper_docs(rows)
+            row_ids = np.array([p.row_id for p in papers], dtype=np.int64)
+            eligible = row_ids[None, :] > seen[:, None]
+            scores = scorer.score(papers, claims=due)
+            pairs = select_pairs(scores, cuts, eligible, cfg.max_share, cfg.min_score)
+            after = int(row_ids[-1])
+            with store.session() as session:
+                summary.candidates_added += _write(session, behind, papers, pairs, cfg.method, run)
+                _advance_marks(session, behind, marks, after)
+            summary.papers_scanned += int(eligible.any(axis=0).sum())
+            # A daemon or replay asked to stop: what is committed stays, the next run resumes here.
+            if run is not None and run.should_stop():
+                break
+    summary.seconds = time.monotonic() - began
+    if run is not None:
+        run.add("relevance", summary.as_dict())
+    return summary
+
+
+def _write(
+    session: Session,
+    claims: Sequence[ClaimQuery],
+    papers: Sequence[PaperDoc],
+    pairs: list[tuple[int, int, float]],
+    method: str,
+    run: RunRecord | None,
+) -> int:
+    """Insert the pairs not stored yet (an edited claim keeps its id, so its old candidates stay)."""
+    if not pairs:
+        return 0
+    ids = sorted({papers[p].arxiv_id for _, p, _ in pairs})
+    found = session.execute(
+        select(Candidate.arxiv_id, Candidate.version, Candidate.claim_id).where(Candidate.arxiv_id.in_(ids))
+    )
+    existing = {(a, v, c) for a, v, c in found}
+    added = 0
+    for c, p, score in pairs:
+        paper, claim_id = papers[p], claims[c].claim_id
+        key = (paper.arxiv_id, paper.version, claim_id)
+        if key in existing:
+            continue
+        existing.add(key)
+        session.add(
+            Candidate(
+                arxiv_id=paper.arxiv_id,
+                version=paper.version,
+                claim_id=claim_id,
+                score=round(score, 6),
+                method=method,
+                run_id=run.id if run is not None else None,
+            )
+        )
+        added += 1
+    return added

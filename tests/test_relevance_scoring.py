@@ -1,0 +1,101 @@
+"""Scoring without a store: BM25 with frozen statistics, cuts and caps."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from monitor.config import RelevanceSettings
+from monitor.errors import ConfigError
+from monitor.relevance.bm25 import BM25Scorer, Lexicon, load_lexicon, tokenize
+from monitor.relevance.scoring import PaperDoc, RelevanceScorer, select_pairs
+from monitor.relevance.text import ClaimQuery
+
+CLAIM = ClaimQuery(
+    claim_id="c-1",
+    text="RL updates only 5-30% of parameters",
+    text_hash="h",
+    title="Does reinforcement learning update only a small fraction of parameters?",
+    questions=("What breaks when you apply reinforcement learning after supervised fine-tuning?",),
+    topics=("sparsity",),
+)
+
+
+def doc(i: int, title: str, abstract: str) -> PaperDoc:
+    return PaperDoc(i, f"2601.{i:05d}", 1, title, abstract)
+
+
+def test_tokenize_stems_and_drops_stop_words() -> None:
+    assert tokenize(["The updates of the parameters", ""]) == [["updat", "paramet"], []]
+
+
+def test_query_text_uses_the_context_asked_for() -> None:
+    assert CLAIM.query_text(["title"]) == f"{CLAIM.title} {CLAIM.text}"
+    full = CLAIM.query_text(["title", "questions", "topics"])
+    assert full.endswith("supervised fine-tuning? sparsity") and CLAIM.text in full
+    assert CLAIM.query_text([]) == CLAIM.text
+
+
+def test_bm25_score_does_not_depend_on_the_batch() -> None:
+    scorer = BM25Scorer(load_lexicon())
+    query = tokenize(["reinforcement learning parameter updates"])
+    target = tokenize(["Reinforcement learning updates few parameters of a language model."])[0]
+    others = tokenize([f"Speech recognition benchmark {i} with parameters" for i in range(50)])
+    alone = scorer.score(query, [target])[0, 0]
+    crowded = scorer.score(query, others + [target])[0, -1]
+    assert alone > 0 and alone == pytest.approx(crowded)
+
+
+def test_rare_words_weigh_more_than_common_ones() -> None:
+    lexicon = load_lexicon()
+    assert lexicon.n_docs == 22120
+    assert tokenize(["model sparsity"]) == [["model", "sparsiti"]]
+    assert lexicon.idf("sparsiti") > lexicon.idf("model")
+    assert math.isclose(lexicon.idf("never-seen-token"), math.log(1 + (lexicon.n_docs - 0.5) / 1.5))
+
+
+def test_lexicon_round_trip_and_bad_file(tmp_path) -> None:
+    lexicon = Lexicon.build(tokenize(["alpha beta", "beta gamma", "beta"]))
+    assert lexicon.df == {"alpha": 1, "beta": 3, "gamma": 1} and lexicon.n_docs == 3
+    path = tmp_path / "lex.jsonl.gz"
+    lexicon.save(path)
+    assert Lexicon.load(path) == lexicon
+    bad = tmp_path / "bad.jsonl.gz"
+    bad.write_bytes(b"not gzip")
+    with pytest.raises(ConfigError, match="bad.jsonl.gz"):
+        Lexicon.load(bad)
+
+
+def test_bm25_scorer_normalises_to_unit_range() -> None:
+    scorer = RelevanceScorer(RelevanceSettings(method="bm25"), [CLAIM])
+    scores = scorer.score(
+        [
+            doc(
+                1,
+                "Reinforcement learning updates small subnetworks",
+                "Reinforcement learning fine-tuning updates only a small fraction of parameters, 5-30%.",
+            ),
+            doc(2, "Traffic forecasting", "A graph network predicts road speed."),
+        ]
+    )
+    assert scores.shape == (1, 2)
+    assert 0 < scores[0, 0] <= 1 and scores[0, 1] == 0
+
+
+def test_hybrid_needs_embeddings() -> None:
+    with pytest.raises(ValueError):
+        RelevanceScorer(RelevanceSettings(method="hybrid"), [CLAIM])
+
+
+def test_select_pairs_respects_cuts_caps_and_marks() -> None:
+    scores = np.array([[0.9, 0.1, 0.5, 0.7, 0.0], [0.2, 0.2, 0.2, 0.2, 0.2]], dtype=np.float32)
+    cuts = np.array([0.5, 0.0], dtype=np.float32)
+    eligible = np.ones_like(scores, dtype=bool)
+    eligible[0, 0] = False  # already scanned for claim 0
+    pairs = select_pairs(scores, cuts, eligible, max_share=0.4, min_score=0.0)
+    # Claim 0: 0.7 and 0.5 reach its cut (0.9 was scanned before); claim 1: capped at 2 of 5.
+    assert [(c, p) for c, p, _ in pairs if c == 0] == [(0, 2), (0, 3)]
+    assert len([p for c, p, _ in pairs if c == 1]) == 2
+    assert select_pairs(scores, cuts, eligible, 1.0, min_score=0.95) == []
