@@ -40,6 +40,7 @@ class ArxivSettings(Section):
     categories: list[str] = Field(default_factory=lambda: ["cs.CL", "cs.LG", "cs.AI"])
     api_url: str = "https://export.arxiv.org/api/query"
     rss_url: str = "https://rss.arxiv.org"
+    rss_flavour: Literal["atom", "rss"] = "atom"  # rss.arxiv.org/{atom|rss}/cat1+cat2
     delay_seconds: float = 3.0
     timeout_seconds: float = 30.0
     max_retries: int = 5
@@ -48,6 +49,9 @@ class ArxivSettings(Section):
     sample_path: Path | None = None  # overrides the shipped sample
     snapshot_path: Path | None = None  # e.g. ../shared/arxiv/corpus.jsonl
     lookback_days: int = 7  # first run with no high-water mark
+    # broad: one query per category set and window (relevance narrows); topics: one query per line
+    query_mode: Literal["broad", "topics"] = "broad"
+    topics: dict[str, list[str]] = Field(default_factory=dict)  # line id -> arXiv search terms
 
     @field_validator("delay_seconds")
     @classmethod
@@ -61,26 +65,49 @@ class ArxivSettings(Section):
 
 
 class RelevanceSettings(Section):
+    """Which (paper, claim) pairs go to the judge; see monitor/relevance/__init__.py for the method."""
+
+    # bm25: lexical only; hybrid: BM25 plus MiniLM similarity of claim and paper title.
     method: Literal["bm25", "hybrid"] = "hybrid"
-    top_k_per_claim: int = 60
-    min_score: float = 0.0
-    embed_candidates: int = 400
+    # What is searched for besides the claim text: its note title, its lines' questions, topics.
+    query_context: list[Literal["title", "questions", "topics"]] = Field(
+        default_factory=lambda: ["title", "questions"]
+    )
+    lexical_weight: float = Field(default=3.0, ge=0)  # hybrid score = weight * BM25 (0..1) + cosine
+    embed_gate: float = Field(default=0.10, ge=0)  # hybrid: embed titles only where some BM25 reaches it
+    # Per claim, the share of the reference sample's papers that pass: sets the claim's score cut.
+    share: float = Field(default=0.02, gt=0, le=1)
+    max_share: float = Field(default=0.1, gt=0, le=1)  # ceiling per claim in any one scanned batch
+    min_score: float = 0.0  # no pair scoring at or below this is ever selected
+    cut: float | None = None  # one fixed score cut for every claim instead of the learned ones
+    batch_size: int = Field(default=2000, ge=1)  # paper versions scored and committed together
 
 
 class JudgeSettings(Section):
+    """The stance judge: the embedded model (local) or any OpenAI-compatible server (openai)."""
+
+    # auto: openai when base_url or an API key is set, else the embedded local model.
     provider: Literal["auto", "local", "openai"] = "auto"
-    model: str = "gpt-4o-mini"
-    base_url: str | None = None
-    api_key: SecretStr | None = None
-    timeout_seconds: float = 60.0
-    max_retries: int = 4
-    concurrency: int = 4
-    claims_per_call: int = 4
-    token_budget: int | None = None
-    price_input_per_million: float = 0.15
-    price_output_per_million: float = 0.60
-    batch: bool = False
+    model: str = "gpt-4o-mini"  # the openai provider's model name (part of every cache key)
+    base_url: str | None = None  # an OpenAI-compatible server: http://127.0.0.1:8080/v1 (OPENAI_BASE_URL)
+    api_key: SecretStr | None = None  # better set OPENAI_API_KEY in the environment; never logged
+    timeout_seconds: float = 60.0  # per HTTP request
+    max_retries: int = 4  # retries of 429 / 5xx / timeouts per request, honouring Retry-After
+    concurrency: int = 4  # requests in flight at once
+    claims_per_call: int = 4  # claims of one paper judged in one request (they share the abstract's tokens)
+    token_budget: int | None = None  # per run; when spent, the run stops cleanly and the rest stays pending
+    price_input_per_million: float = 0.15  # USD per million prompt tokens, for cost estimates
+    price_output_per_million: float = 0.60  # USD per million completion tokens
+    batch: bool = False  # `monitor judge` uses the OpenAI Batch API (half price, results within 24 h)
     temperature: float = 0.0
+    # auto: json_schema, then json_object with the schema (llama.cpp), then json_object, then plain text;
+    # the first the server takes is remembered for the rest of the run.
+    response_format: Literal["auto", "json_schema", "json_object_schema", "json_object", "text"] = "auto"
+    backoff_seconds: float = 1.0  # first retry wait when the server sends no Retry-After
+    max_retry_wait_seconds: float = 120.0  # a longer Retry-After is not waited for
+    max_output_tokens: int = 300  # per claim in a call
+    prompts_dir: Path | None = None  # your own judge_*.j2 templates (default: the shipped prompts/)
+    batch_poll_seconds: float = 30.0  # with `monitor judge --batch --wait`
 
     def resolved_provider(self) -> Literal["local", "openai"]:
         if self.provider != "auto":
@@ -89,16 +116,22 @@ class JudgeSettings(Section):
 
 
 class VerdictSettings(Section):
-    overturn_threshold: float = 0.7
-    local_overturn_threshold: float = 0.9
-    min_confidence: float = 0.3
-    recent_months: int = 6
+    # See docs/verdicts.md for the rules these feed.
+    overturn_threshold: float = Field(0.7, ge=0.0, le=1.0)  # grounded OVERTURNS at/above -> OVERTURNED
+    # The embedded local judge's OVERTURNS is imprecise: below this it is a flag for review, not a verdict.
+    local_overturn_threshold: float = Field(0.9, ge=0.0, le=1.0)
+    min_confidence: float = Field(0.3, ge=0.0, le=1.0)  # assessments below are ignored
+    recent_months: int = Field(6, ge=1)  # window for "strongest recent contradicting work"
+    exclude_anchors: bool = True  # a line's own anchor papers are not new evidence for its claims
 
 
 class ReportSettings(Section):
     period: Literal["week", "month"] = "week"
     formats: list[Literal["md", "html"]] = Field(default_factory=lambda: ["md"])
     email: bool = False
+    templates_dir: Path | None = None  # digest.*.j2 placed here override the shipped templates
+    title: str = "Claim monitor digest"
+    research_questions: bool = True  # ask the LLM judge for 2 questions per line (needs provider openai)
 
 
 class EmailSettings(Section):
@@ -111,15 +144,44 @@ class EmailSettings(Section):
     recipients: list[str] = Field(default_factory=list)
     timeout_seconds: float = 30.0
     max_retries: int = 3
+    retry_wait_seconds: float = 5.0  # first back-off; doubles per attempt
+    ca_file: Path | None = None  # extra CA bundle for a server with a private certificate
+    subject_prefix: str = "[claim-monitor]"
 
 
 class ScheduleSettings(Section):
-    digest_cron: str = "0 7 * * mon"
-    fetch_cron: str = "0 6 * * *"
-    timezone: str | None = None
+    # crontab syntax (5 fields, or 6 with seconds first); "off" disables the job.
+    digest_cron: str = "0 7 * * mon"  # full run: fetch, judge, verdicts, digest, email
+    fetch_cron: str = "0 6 * * *"  # fetch, relevance, judge, verdicts; no digest
+    timezone: str | None = None  # IANA name; default: the machine's local zone
+    source: str = "api"  # what the daemon's jobs fetch from: api | rss | sample | a snapshot file
     misfire_grace_seconds: int = 3600
     on_lock_held: Literal["exit", "wait"] = "exit"
     lock_wait_seconds: int = 600
+    # SQLite run lock: a holder whose heartbeat is older than this is presumed dead and taken over
+    # (at once when it ran on this host and its pid is gone). PostgreSQL frees the lock itself.
+    lock_stale_seconds: int = 300
+    lock_heartbeat_seconds: int = 15
+
+    @field_validator("digest_cron", "fetch_cron")
+    @classmethod
+    def _cron(cls, v: str) -> str:
+        from monitor.schedule.triggers import cron_trigger
+
+        cron_trigger(v, None)  # raises ValueError naming the problem
+        return v
+
+    @field_validator("timezone")
+    @classmethod
+    def _zone(cls, v: str | None) -> str | None:
+        if v is not None:
+            from zoneinfo import ZoneInfo
+
+            try:
+                ZoneInfo(v)
+            except (KeyError, ValueError):
+                raise ValueError(f"unknown time zone {v!r}") from None
+        return v
 
 
 class Settings(BaseSettings):
@@ -156,6 +218,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
             return tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not valid TOML: not UTF-8 text") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config file: {exc.strerror}") from None
 

@@ -84,6 +84,30 @@ def test_bm25_scorer_normalises_to_unit_range() -> None:
     assert 0 < scores[0, 0] <= 1 and scores[0, 1] == 0
 
 
+def test_repeated_query_words_count_once() -> None:
+    # The note title and line questions repeat the line's words; repeats must not outweigh the claim's own.
+    once = ClaimQuery("c-1", "reinforcement learning sparse parameter updates", "h1")
+    repeated = ClaimQuery(
+        "c-2",
+        "reinforcement learning sparse parameter updates",
+        "h2",
+        title="Reinforcement learning",
+        questions=("Why does reinforcement learning work?",),
+    )
+    scorer = RelevanceScorer(
+        RelevanceSettings(method="bm25", query_context=["title", "questions"]), [once, repeated]
+    )
+    papers = [
+        doc(1, "Reinforcement learning for robots", "We train robots with reinforcement learning."),
+        doc(2, "Sparse parameter updates", "Fine-tuning touches few parameters."),
+    ]
+    scores = scorer.score(papers)
+    # Same words, each counted once: the question's extra "work" only dilutes, identically for both papers.
+    ratio = scores[1] / scores[0]
+    assert scores[0, 0] > 0 and scores[0, 1] > 0
+    assert ratio[0] == pytest.approx(ratio[1], rel=1e-5)
+
+
 def test_hybrid_needs_embeddings() -> None:
     with pytest.raises(ValueError):
         RelevanceScorer(RelevanceSettings(method="hybrid"), [CLAIM])

@@ -77,5 +77,7 @@ class Judge(abc.ABC):
     claims_per_call: int = 1
 
     @abc.abstractmethod
-    def judge(self, paper: PaperText, claims: list[ClaimText], recorder: Recorder | None = None) -> list[Judgement]:
+    def judge(
+        self, paper: PaperText, claims: list[ClaimText], recorder: Recorder | None = None
+    ) -> list[Judgement]:
         """Label each claim against the paper. Raises JudgeError when no valid answer can be had."""

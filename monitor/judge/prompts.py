@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,8 +18,16 @@ import jinja2
 from monitor.errors import ConfigError
 from monitor.judge.base import ClaimText, PaperText
 
-# The shipped templates live beside the package in the repository's prompts/ folder.
-DEFAULT_PROMPTS_DIR = Path(__file__).resolve().parents[2] / "prompts"
+
+def _shipped_prompts_dir() -> Path:
+    """The repository's prompts/ folder; a non-editable install carries a copy under share/."""
+    in_repo = Path(__file__).resolve().parents[2] / "prompts"
+    if in_repo.is_dir():
+        return in_repo
+    return Path(sys.prefix) / "share" / "claim-monitor" / "prompts"
+
+
+DEFAULT_PROMPTS_DIR = _shipped_prompts_dir()
 TEMPLATE_NAMES = ("judge_system.j2", "judge_user.j2", "judge_correction.j2")
 
 # Tags the user prompt uses as delimiters; in paper text they are escaped so the text cannot close them.

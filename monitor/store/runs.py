@@ -1,21 +1,37 @@
-"""Recording runs: every pipeline command opens a `runs` row and closes it with its outcome."""
+"""Recording runs: every pipeline command opens a `runs` row and closes it with its outcome.
+
+Statuses: running, ok, partial (finished with errors recorded), failed, interrupted (stopped by
+SIGTERM/SIGINT after a step), abandoned (the process died without closing its row; the next run that
+takes the run lock marks it so).
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import socket
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+from sqlalchemy import select, update
 
 from monitor.store.db import Store
 from monitor.store.models import Run, utcnow
 
+# Commands that hold the run lock while they work: a row of theirs still "running" while we hold
+# the lock can only belong to a dead process.
+LOCKED_COMMANDS = ("run", "replay", "retest", "daemon:digest", "daemon:fetch")
+
 
 @dataclass
 class RunRecord:
-    """The live side of a `runs` row: stages add counts, tokens, warnings and errors as they go."""
+    """The live side of a `runs` row: stages add counts, tokens, warnings and errors as they go.
+
+    `stop` is set when the user asked the run to stop (SIGTERM/SIGINT). Long stages check
+    `should_stop()` between batches and return early; the pipeline then ends the run "interrupted".
+    """
 
     id: int
     command: str
@@ -23,9 +39,13 @@ class RunRecord:
     tokens: int = 0
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    stop: threading.Event = field(default_factory=threading.Event, repr=False)
 
     def add(self, stage: str, values: dict[str, Any]) -> None:
         self.counts[stage] = values
+
+    def should_stop(self) -> bool:
+        return self.stop.is_set()
 
 
 def start_run(store: Store, command: str) -> RunRecord:
@@ -34,6 +54,17 @@ def start_run(store: Store, command: str) -> RunRecord:
         s.add(row)
         s.flush()
         return RunRecord(id=row.id, command=command)
+
+
+def save_progress(store: Store, record: RunRecord) -> None:
+    """Write the counts so far, so `monitor runs` shows a long run's progress and a killed run's work."""
+    with store.session() as s:
+        row = s.get(Run, record.id)
+        if row is not None:
+            row.counts = dict(record.counts)
+            row.tokens = record.tokens
+            row.warnings = list(record.warnings)
+            row.errors = list(record.errors)
 
 
 def finish_run(store: Store, record: RunRecord, status: str) -> None:
@@ -51,12 +82,19 @@ def finish_run(store: Store, record: RunRecord, status: str) -> None:
 
 @contextlib.contextmanager
 def recorded_run(store: Store, command: str) -> Iterator[RunRecord]:
-    """Open a run row; close it ok, failed or interrupted however the block ends."""
+    """Open a run row; close it ok, partial, failed or interrupted however the block ends."""
+    from monitor.errors import BudgetExhausted, MonitorError
+
     record = start_run(store, command)
     try:
         yield record
     except KeyboardInterrupt:
         finish_run(store, record, "interrupted")
+        raise
+    except MonitorError as exc:
+        record.errors.append(str(exc))
+        status = "interrupted" if exc.exit_code == 130 else "failed"
+        finish_run(store, record, "partial" if isinstance(exc, BudgetExhausted) else status)
         raise
     except BaseException as exc:
         record.errors.append(f"{exc.__class__.__name__}: {exc}")
@@ -64,3 +102,84 @@ def recorded_run(store: Store, command: str) -> Iterator[RunRecord]:
         raise
     else:
         finish_run(store, record, "partial" if record.errors else "ok")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True
+
+
+def mark_abandoned(
+    store: Store, current_run: int | None, locked: Iterable[str] = LOCKED_COMMANDS
+) -> list[int]:
+    """Close the rows of runs that died without closing them; returns their ids.
+
+    Call only while holding the run lock: then any other "running" row of a lock-taking command is
+    dead. Rows of other commands count as dead only when they ran on this host and their pid is gone.
+    """
+    locked = tuple(locked)
+    host = socket.gethostname()
+    dead: list[int] = []
+    with store.session() as s:
+        rows = s.execute(select(Run.id, Run.command, Run.host, Run.pid).where(Run.status == "running")).all()
+        for run_id, command, run_host, pid in rows:
+            if run_id == current_run:
+                continue
+            if command in locked or (run_host == host and pid and pid != os.getpid() and not _pid_alive(pid)):
+                dead.append(run_id)
+        if dead:
+            s.execute(
+                update(Run)
+                .where(Run.id.in_(dead), Run.status == "running")
+                .values(status="abandoned", finished_at=utcnow())
+            )
+    return dead
+
+
+@dataclass
+class RunSummary:
+    """One row of `monitor runs`."""
+
+    id: int
+    command: str
+    status: str
+    started_at: str
+    finished_at: str | None
+    seconds: float | None
+    host: str | None
+    pid: int | None
+    tokens: int
+    counts: dict[str, Any]
+    errors: list[Any]
+    warnings: list[Any]
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def list_runs(store: Store, limit: int = 20) -> list[RunSummary]:
+    """The newest runs first."""
+    with store.session() as s:
+        rows = s.scalars(select(Run).order_by(Run.id.desc()).limit(limit)).all()
+        return [
+            RunSummary(
+                id=r.id,
+                command=r.command,
+                status=r.status,
+                started_at=r.started_at.isoformat(timespec="seconds"),
+                finished_at=r.finished_at.isoformat(timespec="seconds") if r.finished_at else None,
+                seconds=round((r.finished_at - r.started_at).total_seconds(), 1) if r.finished_at else None,
+                host=r.host,
+                pid=r.pid,
+                tokens=r.tokens or 0,
+                counts=dict(r.counts or {}),
+                errors=list(r.errors or []),
+                warnings=list(r.warnings or []),
+            )
+            for r in rows
+        ]

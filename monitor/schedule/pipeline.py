@@ -1,0 +1,265 @@
+"""`monitor run`: one pass of the whole pipeline under the run lock, recorded in `runs`.
+
+claims -> fetch -> relevance -> judge -> verdicts -> report -> email. Every stage commits its own
+work in small transactions and skips what is already done (fetch marks, relevance marks, assessment
+cache keys, one digest per period, `sent_at`), so a run killed anywhere is finished by the next one
+without losing or doubling anything. Between steps the pipeline checks the stop flag (SIGTERM/SIGINT)
+and whether the lock is still ours.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from monitor.config import Settings
+from monitor.errors import BudgetExhausted, JudgeError, LockHeld
+from monitor.schedule.lock import RunLock, acquire_run_lock
+from monitor.schedule.signals import StopFlag
+from monitor.schedule.testhooks import pause_at
+from monitor.store.db import Store
+from monitor.store.models import Digest, Run, utcnow
+from monitor.store.runs import RunRecord, mark_abandoned, recorded_run, save_progress
+
+log = logging.getLogger(__name__)
+
+# An unsent digest older than this is not mailed by a later run (it would be news from long ago).
+RESEND_WINDOW = dt.timedelta(days=14)
+
+
+@dataclass
+class RunOptions:
+    """What `monitor run` was asked to do."""
+
+    source: str = "api"  # api | rss | sample | a snapshot file
+    fetch: bool = True
+    report: bool = True
+    email: bool | None = None  # None: as settings.report.email says
+    judge: str | None = None  # local | openai; None: settings.judge.provider
+    since: dt.date | None = None
+    until: dt.date | None = None
+    import_claims: bool = True
+    command: str = "run"
+
+
+@dataclass
+class RunOutcome:
+    """What a run did: its row id, final status, per-stage counts and the digest it wrote."""
+
+    run_id: int
+    status: str
+    counts: dict[str, Any] = field(default_factory=dict)
+    tokens: int = 0
+    digest_id: int | None = None
+    digest_paths: list[str] = field(default_factory=list)
+    emailed: list[int] = field(default_factory=list)
+    abandoned: list[int] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+class Steps:
+    """Runs named steps in order: pause hooks, stop checks and progress saves around each."""
+
+    def __init__(self, store: Store, run: RunRecord, stop: StopFlag, lock: RunLock | None) -> None:
+        self.store, self.run, self.stop, self.lock = store, run, stop, lock
+
+    def __call__(self, name: str, work: Callable[[], Any]) -> Any:
+        pause_at(f"{name}:before")
+        started = time.monotonic()
+        result = work()
+        self.run.counts.setdefault("seconds", {})[name] = round(time.monotonic() - started, 2)
+        save_progress(self.store, self.run)
+        pause_at(f"{name}:after")
+        self.check(name)
+        return result
+
+    def check(self, after: str) -> None:
+        if self.lock is not None and self.lock.lost:
+            raise LockHeld(f"the run lock was taken over by another run during {after}; stopping")
+        self.stop.check(after)
+
+
+def run_once(
+    store: Store,
+    settings: Settings,
+    options: RunOptions | None = None,
+    stop: StopFlag | None = None,
+    lock: RunLock | None = None,
+) -> RunOutcome:
+    """One pipeline run. Takes the run lock unless `lock` (already held) is given.
+
+    Raises LockHeld (75) when another run holds the lock, Interrupted (130) when stopped by a signal,
+    BudgetExhausted (7) when the judge's token budget ran out (judged work is kept), and the stages'
+    own MonitorErrors. The run row records counts, tokens, errors and timing whatever happens.
+    """
+    opts = options or RunOptions()
+    stop = stop or StopFlag()
+    own_lock = lock is None
+    held = lock or acquire_run_lock(store, settings, stop=stop.event)
+    started = time.monotonic()
+    try:
+        with recorded_run(store, opts.command) as run:
+            run.stop = stop.event
+            outcome = RunOutcome(run_id=run.id, status="running")
+            outcome.abandoned = mark_abandoned(store, run.id)
+            if outcome.abandoned:
+                run.warnings.append(f"marked runs {outcome.abandoned} abandoned (their process died)")
+            if held.took_over is not None:
+                run.warnings.append(f"took the run lock over from a dead run ({held.took_over.describe()})")
+            _pipeline(store, settings, opts, run, Steps(store, run, stop, held), outcome)
+        outcome.counts, outcome.tokens = dict(run.counts), run.tokens
+    finally:
+        if own_lock:
+            held.release()
+    with store.session() as s:
+        outcome.status = s.get(Run, outcome.run_id).status  # type: ignore[union-attr]
+    outcome.seconds = round(time.monotonic() - started, 2)
+    return outcome
+
+
+def _pipeline(
+    store: Store, settings: Settings, opts: RunOptions, run: RunRecord, step: Steps, outcome: RunOutcome
+) -> None:
+    if opts.import_claims:
+        step("claims", lambda: _import_claims(store, settings, run))
+    if opts.fetch:
+        step("fetch", lambda: _fetch(store, settings, opts, run))
+    step("relevance", lambda: _relevance(store, settings, run))
+    # On a spent token budget (BudgetExhausted) or a judge that answered nothing (JudgeError), what
+    # was judged is kept and verdicts and the digest wait for a run that can finish judging, so a
+    # digest is never frozen on half the evidence.
+    step("judge", lambda: _judge(store, settings, opts.judge, run))
+    step("verdicts", lambda: _verdicts(store, settings, run))
+    if not opts.report:
+        return
+    digest = step("report", lambda: _report(store, settings, run))
+    if digest is not None:
+        outcome.digest_id = getattr(digest, "digest_id", None) or getattr(digest, "id", None)
+        outcome.digest_paths = [str(p) for p in _paths_of(digest)]
+    email = settings.report.email if opts.email is None else opts.email
+    if email:
+        outcome.emailed = step("email", lambda: _email(store, settings, run))
+
+
+# --- the steps ----------------------------------------------------------------------------------
+
+
+def _as_dict(result: Any) -> dict[str, Any]:
+    if result is None:
+        return {}
+    if hasattr(result, "as_dict"):
+        return dict(result.as_dict())
+    if hasattr(result, "__dataclass_fields__"):
+        from dataclasses import asdict
+
+        return asdict(result)
+    return {"result": str(result)}
+
+
+def _import_claims(store: Store, settings: Settings, run: RunRecord) -> Any:
+    from monitor.claims.importer import default_paths, import_claims
+
+    # Claims may have been imported by hand (`monitor seeds import FILE`) with no seeds directory
+    # configured; then the run works with what the store holds.
+    if not any(Path(p).exists() for p in default_paths(settings)):
+        run.warnings.append("no seeds directory or claims file found; using the claims already stored")
+        return None
+    report = import_claims(store, settings, run=run)
+    run.counts.setdefault("claims", _as_dict(report))
+    return report
+
+
+def _fetch(store: Store, settings: Settings, opts: RunOptions, run: RunRecord) -> Any:
+    from monitor.sources.ingest import fetch
+
+    return fetch(store, settings, source=opts.source, since=opts.since, until=opts.until, run=run)
+
+
+def _relevance(store: Store, settings: Settings, run: RunRecord) -> Any:
+    from monitor.relevance import select_candidates
+
+    summary = select_candidates(store, settings, run=run)
+    run.counts.setdefault("relevance", _as_dict(summary))
+    return summary
+
+
+def _judge(store: Store, settings: Settings, provider: str | None, run: RunRecord) -> Any:
+    from monitor.judge.factory import make_judge
+    from monitor.judge.runner import judge_pending
+
+    judge = make_judge(settings, provider)
+    summary = judge_pending(store, settings, judge=judge, run=run)
+    run.counts.setdefault("judge", _as_dict(summary))
+    if summary.budget_exhausted:
+        raise BudgetExhausted(
+            f"token budget {settings.judge.token_budget} spent: {summary.judged} pair(s) judged and kept, "
+            f"{summary.not_attempted} left for the next run"
+        )
+    if summary.errors and not summary.judged:
+        raise JudgeError(
+            f"the judge answered none of {summary.errors} pair(s); first error: {summary.error_messages[0]}"
+            if summary.error_messages
+            else f"the judge answered none of {summary.errors} pair(s)"
+        )
+    return summary
+
+
+def _verdicts(store: Store, settings: Settings, run: RunRecord) -> Any:
+    from monitor.verdicts.rollup import compute_verdicts
+
+    return compute_verdicts(store, settings, run=run)
+
+
+def _report(store: Store, settings: Settings, run: RunRecord) -> Any:
+    from monitor.report.digest import write_digest
+
+    # Mail goes out in its own step (see _email), so a crash between writing and sending is caught up.
+    result = write_digest(store, settings, period=settings.report.period, run=run, email=False)
+    run.counts.setdefault("report", _as_dict(result))
+    return result
+
+
+def _paths_of(digest: Any) -> list[Any]:
+    paths = getattr(digest, "paths", None)
+    if paths:
+        return list(paths.values()) if isinstance(paths, dict) else list(paths)
+    return [p for p in (getattr(digest, "markdown_path", None), getattr(digest, "html_path", None)) if p]
+
+
+def _email(store: Store, settings: Settings, run: RunRecord) -> list[int]:
+    """Send this run's digest and any recent one an earlier, killed run wrote but did not send."""
+    from monitor.report.delivery import send_digest
+
+    sent: list[int] = []
+    for digest_id in pending_deliveries(store):
+        if send_digest(store, settings, digest_id):
+            sent.append(digest_id)
+    run.counts["email"] = {"sent": sent}
+    return sent
+
+
+def pending_deliveries(store: Store) -> list[int]:
+    """Digests written by `run` (or the daemon) in the last two weeks and never accepted by the mail server.
+
+    Replayed digests are history, not news: they are never mailed.
+    """
+    since = utcnow() - RESEND_WINDOW
+    with store.session() as s:
+        rows = s.execute(
+            select(Digest.id)
+            .join(Run, Run.id == Digest.run_id)
+            .where(
+                Digest.sent_at.is_(None),
+                Digest.created_at >= since,
+                Run.command.in_(("run", "daemon:digest")),
+            )
+            .order_by(Digest.period_start, Digest.id)
+        ).scalars()
+        return list(rows)

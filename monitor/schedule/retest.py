@@ -1,0 +1,193 @@
+"""`monitor retest`: judge the stored papers again after claims, prompts, the model or papers changed.
+
+Steps, under the run lock: re-import the claims (an edited claim gets a new id and the old one is
+retired, pointing to it), run relevance for the chosen claims (a new claim text has no relevance mark,
+so it is checked against every stored paper), judge what is pending (a new prompt or model means a new
+cache key, so everything is pending again; `--force` adds a new generation even when nothing changed),
+recompute verdicts, and compare each claim's verdict with the one before. Old assessments stay in the
+store as history (the runner marks them not current; it never overwrites them).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import select
+
+from monitor.config import Settings
+from monitor.errors import BudgetExhausted, InputError
+from monitor.schedule.lock import RunLock, acquire_run_lock
+from monitor.schedule.signals import StopFlag
+from monitor.store.db import Store
+from monitor.store.models import Claim, LineClaim
+from monitor.store.runs import mark_abandoned, recorded_run, save_progress
+
+
+@dataclass
+class RetestRow:
+    """One claim's verdict before and after the retest."""
+
+    claim_id: str
+    text: str
+    lines: list[str]
+    before: str  # UNTESTED when the claim is new
+    after: str
+    previous_claim_id: str | None = None  # the id the claim had before its text was edited
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "claim_id": self.claim_id,
+            "previous_claim_id": self.previous_claim_id,
+            "text": self.text,
+            "lines": self.lines,
+            "before": self.before,
+            "after": self.after,
+            "changed": self.changed,
+        }
+
+
+@dataclass
+class RetestResult:
+    """What a retest judged and which verdicts moved."""
+
+    run_id: int
+    claims: int
+    judged: int
+    rows: list[RetestRow] = field(default_factory=list)
+    counts: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def changed(self) -> list[RetestRow]:
+        return [r for r in self.rows if r.changed]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "claims": self.claims,
+            "judged": self.judged,
+            "changed": [r.as_dict() for r in self.changed],
+            "rows": [r.as_dict() for r in self.rows],
+            "seconds": round(self.seconds, 2),
+        }
+
+
+def _successor_map(store: Store) -> dict[str, str]:
+    """retired claim id -> the active claim that replaced it (following chains of edits)."""
+    with store.session() as s:
+        links = dict(
+            s.execute(select(Claim.id, Claim.replaced_by).where(Claim.replaced_by.is_not(None))).all()
+        )
+    out: dict[str, str] = {}
+    for old in links:
+        seen, new = {old}, links[old]
+        while new in links and new not in seen:
+            seen.add(new)
+            new = links[new]
+        out[old] = new
+    return out
+
+
+def resolve_claims(store: Store, claim_ids: list[str] | None, line_id: str | None) -> list[str] | None:
+    """The active claim ids to retest (None: all). Retired ids are followed to their replacement."""
+    if not claim_ids and not line_id:
+        return None
+    successors = _successor_map(store)
+    with store.session() as s:
+        active = set(s.scalars(select(Claim.id).where(Claim.retired_at.is_(None))))
+        chosen: list[str] = []
+        for cid in claim_ids or []:
+            target = successors.get(cid, cid)
+            if target not in active:
+                raise InputError("--claim", None, f"no active claim {cid!r} (see `monitor claims`)")
+            chosen.append(target)
+        if line_id:
+            linked = list(
+                s.scalars(
+                    select(LineClaim.claim_id).where(
+                        LineClaim.line_id == line_id, LineClaim.retired_at.is_(None)
+                    )
+                )
+            )
+            if not linked:
+                raise InputError(
+                    "--line", None, f"no line {line_id!r} with active claims (see `monitor lines`)"
+                )
+            chosen.extend(c for c in linked if c in active)
+    return sorted(set(chosen))
+
+
+def retest(
+    store: Store,
+    settings: Settings,
+    claim_ids: list[str] | None = None,
+    line_id: str | None = None,
+    since: dt.date | None = None,
+    judge: str | None = None,
+    force: bool = False,
+    stop: StopFlag | None = None,
+    lock: RunLock | None = None,
+) -> RetestResult:
+    """Re-judge stored papers against claims and report which verdicts changed (module docstring)."""
+    from monitor.claims.importer import import_claims
+    from monitor.judge.factory import make_judge
+    from monitor.judge.runner import judge_pending
+    from monitor.relevance import select_candidates
+    from monitor.verdicts.rollup import compute_verdicts, current_verdicts
+
+    stop = stop or StopFlag()
+    own_lock = lock is None
+    held = lock or acquire_run_lock(store, settings, stop=stop.event)
+    began = time.monotonic()
+    try:
+        with recorded_run(store, "retest") as run:
+            run.stop = stop.event
+            mark_abandoned(store, run.id)
+            before = {v.claim_id: v.status for v in current_verdicts(store)}
+            report = import_claims(store, settings)
+            run.add("claims", report.as_dict() if hasattr(report, "as_dict") else {})
+            stop.check("claims")
+            targets = resolve_claims(store, claim_ids, line_id)
+            select_candidates(store, settings, run=run, claim_ids=targets)
+            save_progress(store, run)
+            stop.check("relevance")
+            summary = judge_pending(
+                store,
+                settings,
+                judge=make_judge(settings, judge),
+                run=run,
+                force=force,
+                claim_ids=targets,
+                since=since,
+            )
+            save_progress(store, run)
+            if summary.budget_exhausted:
+                raise BudgetExhausted(
+                    f"token budget {settings.judge.token_budget} spent: {summary.judged} pair(s) judged "
+                    f"and kept, {summary.not_attempted} left; run `monitor retest` again to finish"
+                )
+            stop.check("judging")
+            compute_verdicts(store, settings, run=run)
+            successors = _successor_map(store)
+            predecessor = {new: old for old, new in successors.items()}
+            rows = []
+            for v in current_verdicts(store):
+                if targets is not None and v.claim_id not in targets:
+                    continue
+                old = predecessor.get(v.claim_id)
+                was = before.get(v.claim_id) or (before.get(old) if old else None) or "UNTESTED"
+                rows.append(RetestRow(v.claim_id, v.text, v.lines, was, v.status, old))
+            result = RetestResult(run.id, len(rows), summary.judged, rows, dict(run.counts))
+            run.add("retest", {"claims": len(rows), "judged": summary.judged, "changed": len(result.changed)})
+    finally:
+        if own_lock:
+            held.release()
+    result.seconds = time.monotonic() - began
+    return result

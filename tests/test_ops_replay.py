@@ -1,0 +1,110 @@
+"""`monitor replay`: one digest per period, verdicts as of each period's end, resumable after a kill."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import signal
+from pathlib import Path
+
+from ops_helpers import make_settings, monitor, start_paused, write_config, write_snapshot
+from sqlalchemy import func, select
+
+from monitor.schedule.replay import replay, replay_periods
+from monitor.store import open_store
+from monitor.store.models import Assessment, Digest, Paper, Run, Verdict
+
+FROM, TO = "2025-03-03", "2025-03-16"  # two ISO weeks: 2025-W10 and 2025-W11
+
+
+def test_periods_are_whole_weeks_or_months() -> None:
+    weeks = replay_periods(dt.date(2025, 3, 5), dt.date(2025, 3, 17), "week")
+    assert [p.key for p in weeks] == ["2025-W10", "2025-W11", "2025-W12"]
+    assert weeks[0].start == dt.date(2025, 3, 3) and weeks[-1].end == dt.date(2025, 3, 23)
+    months = replay_periods(dt.date(2024, 11, 20), dt.date(2025, 2, 1), "month")
+    assert [p.key for p in months] == ["2024-11", "2024-12", "2025-01", "2025-02"]
+
+
+def _papers_by_week(snapshot: Path) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for line in snapshot.read_text().splitlines():
+        day = dt.date.fromisoformat(json.loads(line)["published"][:10])
+        year, week, _ = day.isocalendar()
+        key = f"{year}-W{week:02d}"
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def test_replay_writes_a_digest_per_week_with_verdicts_as_they_were(tmp_path: Path, db_url: str) -> None:
+    snapshot = tmp_path / "snapshot.jsonl"
+    total = write_snapshot(snapshot, limit=1000)
+    store = open_store(db_url)
+    settings = make_settings(tmp_path, db_url)
+    summary = replay(
+        store, settings, str(snapshot), dt.date.fromisoformat(FROM), dt.date.fromisoformat(TO), "week"
+    )
+    by_week = _papers_by_week(snapshot)
+    assert [p.key for p in summary.periods] == ["2025-W10", "2025-W11"]
+    assert [p.papers_new for p in summary.periods] == [by_week["2025-W10"], by_week["2025-W11"]]
+    assert summary.papers == total and summary.digests_written == 2 and summary.pairs_judged > 0
+    for period in summary.periods:
+        assert period.digest and Path(period.digest).exists()
+    with store.session() as s:
+        digests = s.execute(select(Digest.period_key, Digest.period_end)).all()
+        as_of = set(s.scalars(select(Verdict.as_of)))
+    assert sorted(digests) == [("2025-W10", dt.date(2025, 3, 9)), ("2025-W11", dt.date(2025, 3, 16))]
+    assert dt.date(2025, 3, 9) in as_of  # the first week's verdicts are dated as of its Sunday
+    assert as_of <= {dt.date(2025, 3, 9), dt.date(2025, 3, 16)}
+
+    again = replay(store, settings, str(snapshot), dt.date.fromisoformat(FROM), dt.date.fromisoformat(TO))
+    assert all(p.skipped for p in again.periods) and again.pairs_judged == 0
+
+
+def test_killed_replay_resumes_where_it_stopped(tmp_path: Path, sqlite_url: str) -> None:
+    db_url = sqlite_url
+    snapshot = tmp_path / "snapshot.jsonl"
+    total = write_snapshot(snapshot, limit=1000)
+    config = write_config(tmp_path, db_url)
+    args = ("replay", "--source", str(snapshot), "--from", FROM, "--to", TO, "--every", "week")
+    victim = start_paused(config, "replay:2025-W11:before_digest", tmp_path / "pause.txt", *args)
+    victim.send_signal(signal.SIGKILL)
+    victim.wait(30)
+    store = open_store(db_url)
+    with store.session() as s:
+        assert s.scalars(select(Digest.period_key)).all() == ["2025-W10"]
+    done = monitor(config, *args, "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert [(p["key"], p["skipped"]) for p in result["period_results"]] == [
+        ("2025-W10", True),
+        ("2025-W11", False),
+    ]
+    assert result["digests_written"] == 1
+    with store.session() as s:
+        assert s.scalar(select(func.count()).select_from(Paper)) == total
+        keys = s.execute(select(Assessment.cache_key, Assessment.generation)).all()
+        assert keys and len(keys) == len(set(keys))
+        assert sorted(s.scalars(select(Digest.period_key))) == ["2025-W10", "2025-W11"]
+        assert [r.status for r in s.scalars(select(Run).order_by(Run.id))] == ["abandoned", "ok"]
+
+
+def test_replay_of_the_shipped_sample_on_a_fresh_machine(tmp_path: Path, sqlite_url: str) -> None:
+    config = write_config(tmp_path, sqlite_url)
+    done = monitor(
+        config,
+        "replay",
+        "--source",
+        "sample",
+        "--from",
+        "2024-03-01",
+        "--to",
+        "2024-04-30",
+        "--every",
+        "month",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "2024-03:" in done.stdout and "2024-04:" in done.stdout
+    assert sorted(p.name for p in (tmp_path / "reports").glob("*.md")) == [
+        "digest-2024-03.md",
+        "digest-2024-04.md",
+    ]

@@ -1,0 +1,128 @@
+"""`monitor retest`: after a claim edit and a prompt change, the verdicts that moved are reported and
+the old assessments stay as history. The judge is the OpenAI client talking to a local scripted server
+whose answer depends on the prompt it is sent."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from llm_server import Reply, ScriptedLLM, answer, completion
+from ops_helpers import REPO, make_settings, monitor, write_config, write_snapshot
+from sqlalchemy import func, select
+
+from monitor.schedule.pipeline import RunOptions, run_once
+from monitor.store import open_store
+from monitor.store.models import Assessment, Claim
+
+STRICT = "STRICT-REVIEW"  # the edited prompt carries this; the scripted model then overturns
+
+CLAIMS = """\
+lines:
+  - question: How much of a language model does reinforcement learning fine-tuning change?
+    claims:
+      - text: Reinforcement learning fine-tuning of language models updates only a small subset of parameters
+        date: 2024
+      - text: Large language models reason better when trained with reinforcement learning
+        date: 2024
+"""
+
+
+@pytest.fixture
+def llm() -> Iterator[ScriptedLLM]:
+    def respond(request: Any) -> Reply:
+        system = next(m["content"] for m in request["messages"] if m["role"] == "system")
+        label = "OVERTURNS" if STRICT in system else "SUPPORTS"
+        return Reply(body=completion(answer(request, label, confidence=0.95)))
+
+    with ScriptedLLM() as server:
+        server.default = respond
+        yield server
+
+
+def _judge_options(llm: ScriptedLLM, prompts: Path | None = None) -> dict[str, Any]:
+    options: dict[str, Any] = {
+        "provider": "openai",
+        "base_url": llm.url,
+        "api_key": "sk-retest",
+        "model": "scripted-model",
+        "response_format": "json_schema",
+        "max_retries": 1,
+        "timeout_seconds": 10,
+    }
+    if prompts is not None:
+        options["prompts_dir"] = str(prompts)
+    return options
+
+
+def test_retest_reports_changed_verdicts_and_keeps_history(
+    tmp_path: Path, db_url: str, llm: ScriptedLLM
+) -> None:
+    claims_dir = tmp_path / "claims"
+    claims_dir.mkdir()
+    claims_file = claims_dir / "mine.yaml"
+    claims_file.write_text(CLAIMS, encoding="utf-8")
+    snapshot = tmp_path / "snapshot.jsonl"
+    write_snapshot(snapshot, limit=30)
+    paths = {"seeds": str(claims_dir)}
+    store = open_store(db_url)
+    settings = make_settings(tmp_path, db_url, judge=_judge_options(llm), paths=paths)
+    first = run_once(store, settings, RunOptions(source=str(snapshot), email=False))
+    assert first.status == "ok" and first.counts["judge"]["judged"] > 0
+    with store.session() as s:
+        old_ids = set(s.scalars(select(Claim.id).where(Claim.retired_at.is_(None))))
+        judged_before = s.scalar(select(func.count()).select_from(Assessment))
+    assert len(old_ids) == 2
+
+    # The curator edits one claim and tightens the prompt.
+    claims_file.write_text(CLAIMS.replace("updates only a small subset", "updates only a sparse subset"))
+    prompts = tmp_path / "prompts"
+    shutil.copytree(REPO / "prompts", prompts)
+    system = prompts / "judge_system.j2"
+    system.write_text(system.read_text() + f"\n{STRICT}: be sceptical.\n")
+    config = write_config(tmp_path, db_url, judge=_judge_options(llm, prompts), paths=paths)
+    done = monitor(config, "retest", "--json", "--all")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+
+    rows = {r["claim_id"]: r for r in result["rows"]}
+    assert len(rows) == 2
+    edited = next(r for r in rows.values() if r["previous_claim_id"])
+    assert edited["previous_claim_id"] in old_ids and edited["claim_id"] not in old_ids
+    assert "sparse subset" in edited["text"]
+    # Every verdict moved (the stricter prompt overturns), and the report says so, before -> after.
+    assert {r["claim_id"] for r in result["changed"]} == set(rows)
+    for row in rows.values():
+        assert row["before"] != row["after"]
+        assert row["after"] in ("OVERTURNED", "PERISHABLE")
+
+    with store.session() as s:
+        total = s.scalar(select(func.count()).select_from(Assessment))
+        current = s.scalars(
+            select(Assessment).where(Assessment.is_current.is_(True), Assessment.claim_id.in_(list(rows)))
+        ).all()
+        old = s.scalars(select(Assessment).where(Assessment.is_current.is_(False))).all()
+        retired = s.get(Claim, edited["previous_claim_id"])
+    assert total > judged_before  # added, not overwritten
+    assert all(a.label == "SUPPORTS" for a in old) and old
+    assert current and {a.label for a in current} == {"OVERTURNS"}
+    assert (
+        retired is not None and retired.retired_at is not None and retired.replaced_by == edited["claim_id"]
+    )
+
+    # Nothing changed since: a second retest judges nothing and moves nothing.
+    again = monitor(config, "retest", "--json")
+    assert again.returncode == 0, again.stderr
+    second = json.loads(again.stdout)
+    assert second["judged"] == 0 and second["changed"] == []
+
+
+def test_retest_with_an_unknown_claim_is_an_input_error(tmp_path: Path, sqlite_url: str) -> None:
+    config = write_config(tmp_path, sqlite_url)
+    done = monitor(config, "retest", "--claim", "nope")
+    assert done.returncode == 3
+    assert "no active claim 'nope'" in done.stderr

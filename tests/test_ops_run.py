@@ -1,0 +1,186 @@
+"""`monitor run`: the whole pipeline, recorded; two runs at once; SIGKILL anywhere and a rerun finishes.
+
+The runs use a small real snapshot (papers of the shipped sample), the seeds and the embedded judge.
+Crash points are the test-only pause hooks (monitor/schedule/testhooks.py).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from ops_helpers import MONITOR, env, make_settings, monitor, start_paused, write_config, write_snapshot
+from sqlalchemy import func, select
+
+from monitor.schedule.pipeline import RunOptions, run_once
+from monitor.store import open_store
+from monitor.store.models import Assessment, Candidate, Digest, Paper, PaperVersion, Run
+
+
+@pytest.fixture
+def snapshot(tmp_path: Path) -> Path:
+    path = tmp_path / "snapshot.jsonl"
+    assert write_snapshot(path, limit=30) == 30
+    return path
+
+
+def _count(store, what) -> int:
+    with store.session() as s:
+        return int(s.scalar(select(func.count()).select_from(what)) or 0)
+
+
+def _assert_nothing_doubled(store) -> None:
+    """Each paper and version once, each (cache key, generation) once, every candidate judged, one digest."""
+    with store.session() as s:
+        assert s.scalar(select(func.count()).select_from(Paper)) == 30
+        assert s.scalar(select(func.count()).select_from(PaperVersion)) == 30
+        keys = s.execute(select(Assessment.cache_key, Assessment.generation)).all()
+        assert len(keys) == len(set(keys)), "an assessment was written twice"
+        pairs = s.execute(select(Assessment.arxiv_id, Assessment.claim_id)).all()
+        assert len(pairs) == len(set(pairs)), "a (paper, claim) pair was judged twice"
+        candidates = set(s.execute(select(Candidate.arxiv_id, Candidate.claim_id)).all())
+        assert candidates and set(pairs) == candidates, "some candidate was lost"
+        assert s.scalar(select(func.count()).select_from(Digest)) == 1
+
+
+def test_run_once_does_everything_and_a_second_run_has_nothing_left(tmp_path, db_url, snapshot) -> None:
+    store = open_store(db_url)
+    settings = make_settings(tmp_path, db_url)
+    first = run_once(store, settings, RunOptions(source=str(snapshot), email=False))
+    assert first.status == "ok"
+    assert first.counts["fetch"]["new"] == 30
+    assert first.counts["judge"]["judged"] > 0
+    assert first.counts["verdicts"]["claims"] > 0
+    assert first.digest_paths and Path(first.digest_paths[0]).exists()
+    second = run_once(store, settings, RunOptions(source=str(snapshot), email=False))
+    assert second.status == "ok"
+    assert second.counts["fetch"]["new"] == 0 and second.counts["judge"]["judged"] == 0
+    _assert_nothing_doubled(store)
+    with store.session() as s:
+        rows = s.scalars(select(Run).order_by(Run.id)).all()
+        assert [(r.command, r.status) for r in rows] == [("run", "ok"), ("run", "ok")]
+        assert all(r.finished_at and r.counts.get("seconds") for r in rows)
+
+
+@pytest.fixture
+def any_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh database of the kind the test's `backend` parameter names."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'monitor.db'}"
+    else:
+        from conftest import pg_schema_url
+
+        yield from pg_schema_url()
+
+
+# Every crash point on SQLite; on PostgreSQL the judging one (the stages' SQL is the same for all).
+@pytest.mark.parametrize(
+    ("any_url", "point"),
+    [
+        ("sqlite", "fetch:after_first_batch"),
+        ("sqlite", "judge:after_first_batch"),
+        ("sqlite", "report:after"),
+        ("postgresql", "judge:after_first_batch"),
+    ],
+    ids=["sqlite-during-fetch", "sqlite-during-judging", "sqlite-during-report", "postgresql-during-judging"],
+    indirect=["any_url"],
+)
+def test_sigkill_anywhere_then_rerun_finishes_without_loss_or_doubles(
+    tmp_path, any_url, snapshot, point
+) -> None:
+    db_url = any_url
+    config = write_config(tmp_path, db_url)
+    args = ("run", "--source", str(snapshot), "--no-email")
+    victim = start_paused(config, point, tmp_path / "pause.txt", *args)
+    victim.send_signal(signal.SIGKILL)
+    victim.wait(30)
+    store = open_store(db_url)
+    with store.session() as s:
+        killed = s.scalars(select(Run)).one()
+        assert killed.status == "running"  # nobody closed it
+    rerun = monitor(config, *args)
+    assert rerun.returncode == 0, rerun.stderr
+    assert "digest:" in rerun.stdout
+    _assert_nothing_doubled(store)
+    with store.session() as s:
+        rows = s.scalars(select(Run).order_by(Run.id)).all()
+        assert [r.status for r in rows] == ["abandoned", "ok"]
+        assert "abandoned" in " ".join(rows[1].warnings)
+    listed = json.loads(monitor(config, "runs", "--json").stdout)
+    assert [(r["command"], r["status"]) for r in listed] == [("run", "ok"), ("run", "abandoned")]
+    assert listed[0]["counts"]["judge"]["judged"] >= 0 and listed[0]["seconds"] is not None
+    if point == "fetch:after_first_batch":
+        assert listed[0]["counts"]["fetch"]["new"] == 0  # the killed run's batch was kept
+        table = monitor(config, "runs", COLUMNS="200")
+        assert "abandoned" in table.stdout and "0 new papers" in table.stdout
+        if point == "judge:after_first_batch":
+            # The killed run's first batch stands; the rerun judged only the rest.
+            by_run = dict(
+                s.execute(select(Assessment.run_id, func.count()).group_by(Assessment.run_id)).all()
+            )
+            assert by_run.get(rows[0].id, 0) >= 1 and by_run.get(rows[1].id, 0) >= 1
+
+
+def test_sigterm_stops_after_the_current_step(tmp_path, sqlite_url, snapshot) -> None:
+    config = write_config(tmp_path, sqlite_url)
+    victim = start_paused(
+        config, "relevance:before", tmp_path / "pause.txt", "run", "--source", str(snapshot)
+    )
+    victim.send_signal(signal.SIGTERM)  # noted; the step in progress finishes
+    (tmp_path / "pause.txt.resume").touch()
+    out, err = victim.communicate(timeout=120)
+    assert victim.returncode == 130, err
+    assert "stopped after relevance" in err
+    store = open_store(sqlite_url)
+    with store.session() as s:
+        run = s.scalars(select(Run)).one()
+        assert run.status == "interrupted" and run.finished_at is not None
+        assert "relevance" in run.counts and "judge" not in run.counts
+        assert s.scalar(select(func.count()).select_from(Assessment)) == 0
+    rerun = monitor(config, "run", "--source", str(snapshot), "--no-email")
+    assert rerun.returncode == 0, rerun.stderr
+    _assert_nothing_doubled(store)
+
+
+def test_two_runs_at_once_one_works_the_other_exits_or_waits(tmp_path, db_url, snapshot) -> None:
+    config = write_config(tmp_path, db_url)
+    args = ("run", "--source", str(snapshot), "--no-email")
+    marker = tmp_path / "pause.txt"
+    first = start_paused(config, "judge:before", marker, *args)
+    try:
+        refused = monitor(config, *args, timeout=60)
+        assert refused.returncode == 75, refused.stderr
+        assert "another run is in progress" in refused.stderr
+
+        waiting_config = write_config(
+            tmp_path, db_url, schedule={"on_lock_held": "wait", "lock_wait_seconds": 240}
+        )
+        waiter = subprocess.Popen(
+            [MONITOR, "--config", str(waiting_config), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env(),
+        )
+        try:
+            with pytest.raises(subprocess.TimeoutExpired):
+                waiter.wait(3)  # blocked behind the first run
+            (tmp_path / "pause.txt.resume").touch()
+            assert first.wait(240) == 0, first.stderr.read() if first.stderr else ""
+            out, err = waiter.communicate(timeout=240)
+            assert waiter.returncode == 0, err
+        finally:
+            waiter.kill()
+    finally:
+        first.kill()
+    store = open_store(db_url)
+    _assert_nothing_doubled(store)
+    with store.session() as s:
+        rows = s.scalars(select(Run).order_by(Run.id)).all()
+        assert [r.status for r in rows] == ["ok", "ok"]  # the refused run never opened a row
+        assert rows[1].counts["fetch"]["new"] == 0 and rows[1].counts["judge"]["judged"] == 0
+        assert rows[0].finished_at <= rows[1].started_at

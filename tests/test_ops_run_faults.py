@@ -1,0 +1,133 @@
+"""`monitor run` with an LLM judge and mail: a spent budget, a dead judge, and kills around delivery.
+
+The judge is the OpenAI client talking to a local scripted server; mail goes to a real SMTP server
+(aiosmtpd) on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiosmtpd.controller import Controller
+from llm_server import Reply, ScriptedLLM, answering, error_body
+from ops_helpers import make_settings, monitor, start_paused, write_config, write_snapshot
+from sqlalchemy import func, select
+
+from monitor.errors import BudgetExhausted, JudgeError
+from monitor.schedule.pipeline import RunOptions, run_once
+from monitor.store import open_store
+from monitor.store.models import Assessment, Digest, Run
+
+
+@pytest.fixture
+def llm() -> Iterator[ScriptedLLM]:
+    with ScriptedLLM() as server:
+        server.default = answering("SUPPORTS")
+        yield server
+
+
+@pytest.fixture
+def snapshot(tmp_path: Path) -> Path:
+    path = tmp_path / "snapshot.jsonl"
+    write_snapshot(path, limit=30)
+    return path
+
+
+def judge_options(llm: ScriptedLLM, **extra: Any) -> dict[str, Any]:
+    return {
+        "provider": "openai",
+        "base_url": llm.url,
+        "api_key": "sk-ops",
+        "model": "scripted-model",
+        "response_format": "json_schema",
+        "max_retries": 0,
+        "timeout_seconds": 10,
+        "concurrency": 1,
+        **extra,
+    }
+
+
+def test_spent_budget_keeps_the_work_and_the_next_run_finishes(tmp_path, db_url, snapshot, llm) -> None:
+    store = open_store(db_url)
+    tight = make_settings(tmp_path, db_url, judge=judge_options(llm, token_budget=2500))
+    with pytest.raises(BudgetExhausted) as err:
+        run_once(store, tight, RunOptions(source=str(snapshot), email=False))
+    assert err.value.exit_code == 7
+    with store.session() as s:
+        run = s.scalars(select(Run)).one()
+        judged = s.scalar(select(func.count()).select_from(Assessment))
+        assert run.status == "partial" and run.tokens > 0 and "verdicts" not in run.counts
+        assert s.scalar(select(func.count()).select_from(Digest)) == 0  # no digest on half the evidence
+    assert judged and judged == run.counts["judge"]["judged"]
+    roomy = make_settings(tmp_path, db_url, judge=judge_options(llm))
+    outcome = run_once(store, roomy, RunOptions(source=str(snapshot), email=False))
+    assert outcome.status == "ok" and outcome.counts["judge"]["judged"] > 0
+    with store.session() as s:
+        keys = s.execute(select(Assessment.cache_key, Assessment.generation)).all()
+        assert len(keys) == len(set(keys)) == judged + outcome.counts["judge"]["judged"]
+
+
+def test_a_judge_that_answers_nothing_fails_the_run_with_code_6(tmp_path, sqlite_url, snapshot, llm) -> None:
+    llm.default = lambda _req: Reply(500, error_body("model overloaded"))
+    store = open_store(sqlite_url)
+    settings = make_settings(tmp_path, sqlite_url, judge=judge_options(llm))
+    with pytest.raises(JudgeError) as err:
+        run_once(store, settings, RunOptions(source=str(snapshot), email=False))
+    assert err.value.exit_code == 6
+    with store.session() as s:
+        run = s.scalars(select(Run)).one()
+        assert run.status == "failed" and run.errors
+
+
+class Mailbox:
+    def __init__(self) -> None:
+        self.messages: list[bytes] = []
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:  # noqa: N802
+        self.messages.append(envelope.content)
+        return "250 OK"
+
+
+@pytest.fixture
+def mailbox() -> Iterator[tuple[Mailbox, int]]:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    box = Mailbox()
+    controller = Controller(box, hostname="127.0.0.1", port=port)
+    controller.start()
+    yield box, port
+    controller.stop()
+
+
+@pytest.mark.parametrize("point", ["email:before", "email:after"])
+def test_killed_around_delivery_the_digest_is_sent_exactly_once(
+    tmp_path, sqlite_url, snapshot, llm, mailbox, point
+) -> None:
+    box, port = mailbox
+    config = write_config(
+        tmp_path,
+        sqlite_url,
+        judge=judge_options(llm),
+        report={"email": True},
+        email={"host": "127.0.0.1", "port": port, "security": "none", "recipients": ["ana@example.org"]},
+    )
+    args = ("run", "--source", str(snapshot))
+    victim = start_paused(config, point, tmp_path / "pause.txt", *args)
+    victim.send_signal(signal.SIGKILL)
+    victim.wait(30)
+    sent_before_rerun = len(box.messages)
+    assert sent_before_rerun == (1 if point == "email:after" else 0)
+    rerun = monitor(config, *args)
+    assert rerun.returncode == 0, rerun.stderr
+    assert len(box.messages) == 1  # sent by whichever run got there, never twice
+    store = open_store(sqlite_url)
+    with store.session() as s:
+        digest = s.scalars(select(Digest)).one()
+        assert digest.sent_at is not None
+        assert [r.status for r in s.scalars(select(Run).order_by(Run.id))] == ["abandoned", "ok"]
