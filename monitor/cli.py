@@ -380,17 +380,32 @@ def judge_command(
     wait: Annotated[
         bool, typer.Option("--wait", help="With --batch: poll until submitted batches finish.")
     ] = False,
+    skip_relevance: Annotated[
+        bool,
+        typer.Option(
+            "--skip-relevance",
+            help="Judge the candidates already picked; do not sync claims or run relevance.",
+        ),
+    ] = False,
 ) -> None:
-    """Judge pending (paper, claim) candidates and store assessments."""
+    """Sync claims, pick candidate (paper, claim) pairs, judge the pending ones and store assessments."""
     from monitor.errors import BudgetExhausted, JudgeError
     from monitor.judge.factory import make_judge
     from monitor.judge.runner import judge_pending
+    from monitor.schedule.pipeline import prepare_candidates
     from monitor.store.runs import recorded_run
 
     app_ctx = ctx_of(ctx)
     settings, store = app_ctx.settings, app_ctx.store
     batch = batch or settings.judge.batch
     judge = make_judge(settings, provider or ("openai" if batch else None))
+    if not skip_relevance:
+        # Local and cheap; a dry run needs the candidates too to count what judging them would cost.
+        relevance = prepare_candidates(store, settings)
+        console.print(
+            f"relevance: {relevance.candidates_added} new candidate pair(s) "
+            f"from {relevance.papers_scanned} paper version(s)"
+        )
     if dry_run:
         if batch:
             settings.judge.batch = True  # the estimate at batch prices

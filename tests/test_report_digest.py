@@ -176,3 +176,17 @@ def test_replayed_week_counts_pairs_judged_later_about_its_papers(store, tmp_pat
         store, settings_for(tmp_path), None, since=dt.date(2026, 11, 1), until=dt.date(2026, 11, 7)
     )
     assert later.stats["pairs_judged"] == 1 and later.stats["new_evidence"] == 0
+
+
+def test_default_week_follows_a_snapshot_store_but_not_a_quiet_live_one(store, tmp_path) -> None:
+    w = World(store)
+    # 2026-08-21 is a Friday in ISO week 2026-W34.
+    w.paper("2608.00001", "Old snapshot paper", published=dt.date(2026, 8, 21))
+    settings = settings_for(tmp_path)
+    # Three months later the store ends long before the last complete week: report the store's last week.
+    stale = write_digest(store, settings, today=dt.date(2026, 11, 22))
+    assert stale.period.key == "2026-W34"
+    # A live store whose newest paper is from this week reports last week, even though it was empty.
+    w.paper("2611.00002", "This week's paper", published=dt.date(2026, 11, 24))
+    live = write_digest(store, settings, today=dt.date(2026, 11, 26))
+    assert live.period.key == "2026-W47"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import logging
 import os
 import tempfile
 from collections import Counter
@@ -29,6 +30,8 @@ from monitor.store.models import Digest as DigestRow
 from monitor.store.runs import RunRecord
 from monitor.verdicts.rollup import active_claims, lines_by_claim, outcomes
 from monitor.verdicts.rules import STATUSES, EvidenceItem, Outcome
+
+log = logging.getLogger(__name__)
 
 OTHER_LINE_ID = "_other"
 
@@ -343,6 +346,34 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
+# A store whose newest paper is older than this before the default period is a snapshot or a
+# replayed history (e.g. `monitor fetch --source sample`), not a live feed that had a quiet week.
+STALE_STORE_DAYS = 14
+
+
+def _data_today(store: Store, spec: str, today: dt.date, run: RunRecord | None) -> dt.date:
+    """The day the default period is counted back from: today, or just after the store's newest paper.
+
+    A live deployment reports the last complete week even when it was empty (the digest says so).
+    A store filled from a snapshot ends months ago; its default digest is its own last period.
+    """
+    default = resolve_period(spec, None, None, today)
+    with store.session() as s:
+        newest = s.scalar(select(func.max(Paper.published)))
+    if newest is None or newest >= default.start - dt.timedelta(days=STALE_STORE_DAYS):
+        return today
+    shifted = newest + dt.timedelta(days=7) if spec == "week" else _first_of_next_month(newest)
+    note = f"newest stored paper is from {newest}; reporting the period that holds it, not the last one"
+    log.warning(note)
+    if run is not None:
+        run.warnings.append(note)
+    return shifted
+
+
+def _first_of_next_month(day: dt.date) -> dt.date:
+    return (day.replace(day=28) + dt.timedelta(days=4)).replace(day=1)
+
+
 def write_digest(
     store: Store,
     settings: Settings,
@@ -363,6 +394,9 @@ def write_digest(
     """
     from monitor.report.delivery import send_digest  # delivery imports this module
 
+    default_period = not isinstance(period, Period) and period in (None, "week", "month")
+    if default_period and since is None and until is None:
+        today = _data_today(store, period or "week", today or dt.datetime.now(dt.UTC).date(), run)
     chosen = period if isinstance(period, Period) else resolve_period(period, since, until, today)
     wanted = ["md", *[f for f in (formats or settings.report.formats) if f != "md"]]
     digest = gather_digest(store, settings, chosen, run)

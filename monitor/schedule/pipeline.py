@@ -163,6 +163,16 @@ def _as_dict(result: Any) -> dict[str, Any]:
     return {"result": str(result)}
 
 
+def prepare_candidates(store: Store, settings: Settings, run: RunRecord | None = None) -> Any:
+    """Bring claims up to date with their files, then pick the pairs to judge (what `monitor judge` does
+    before judging, so `fetch && judge && report` works on a fresh store)."""
+    from monitor.relevance import select_candidates
+
+    run = run or RunRecord(id=0, command="prepare")
+    _import_claims(store, settings, run)
+    return select_candidates(store, settings, run=run if run.id else None)
+
+
 def _import_claims(store: Store, settings: Settings, run: RunRecord) -> Any:
     from monitor.claims.importer import default_paths, import_claims
 
