@@ -30,7 +30,7 @@ from monitor.judge.runner import (
     WorkUnit,
     estimate_units,
     pending_units,
-    price,
+    settle,
 )
 from monitor.judge.schema import InvalidAnswer, looks_like_refusal, parse_answer
 from monitor.store.db import Store
@@ -100,18 +100,8 @@ def run_batch(
     except openai.APIError as exc:
         raise JudgeError(f"Batch API: {judge._describe(exc)}") from None
     finally:
-        summary.calls = recorder.calls
-        summary.failed_calls = recorder.failed_calls
-        summary.prompt_tokens = recorder.prompt_tokens
-        summary.completion_tokens = recorder.completion_tokens
         # Batch calls cost half, whatever judge.batch says.
-        summary.cost_estimate = price(
-            settings, judge, recorder.prompt_tokens, recorder.completion_tokens, True
-        )
-        if run is not None:
-            run.tokens += recorder.tokens
-            run.add("judge", summary.as_dict())
-            run.errors.extend(summary.error_messages)
+        settle(summary, recorder, settings, judge, run, batch=True)
     return summary
 
 

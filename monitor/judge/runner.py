@@ -337,23 +337,33 @@ def judge_pending(
         stop = run.should_stop if run else None
         _run_units(units, judge, settings, recorder, writer, summary, progress, stop)
     finally:
-        summary.calls = recorder.calls
-        summary.failed_calls = recorder.failed_calls
-        summary.prompt_tokens = recorder.prompt_tokens
-        summary.completion_tokens = recorder.completion_tokens
-        summary.cost_estimate = price(
-            settings, judge, recorder.prompt_tokens, recorder.completion_tokens, False
-        )
-        if run is not None:
-            run.tokens += recorder.tokens
-            run.add("judge", summary.as_dict())
-            run.errors.extend(summary.error_messages)
-            if summary.budget_exhausted:
-                run.warnings.append(
-                    f"judge: token budget {settings.judge.token_budget} reached; "
-                    f"{summary.not_attempted} pair(s) left pending"
-                )
+        settle(summary, recorder, settings, judge, run, batch=False)
+        if run is not None and summary.budget_exhausted:
+            run.warnings.append(
+                f"judge: token budget {settings.judge.token_budget} reached; "
+                f"{summary.not_attempted} pair(s) left pending"
+            )
     return summary
+
+
+def settle(
+    summary: JudgeSummary,
+    recorder: ExchangeRecorder,
+    settings: Settings,
+    judge: Judge,
+    run: RunRecord | None,
+    batch: bool,
+) -> None:
+    """Copy the recorder's call and token counts into the summary, price them, and add them to the run."""
+    summary.calls = recorder.calls
+    summary.failed_calls = recorder.failed_calls
+    summary.prompt_tokens = recorder.prompt_tokens
+    summary.completion_tokens = recorder.completion_tokens
+    summary.cost_estimate = price(settings, judge, recorder.prompt_tokens, recorder.completion_tokens, batch)
+    if run is not None:
+        run.tokens += recorder.tokens
+        run.add("judge", summary.as_dict())
+        run.errors.extend(summary.error_messages)
 
 
 def _run_units(
