@@ -123,6 +123,19 @@ def test_deterministic_across_calls_and_instances(judge: LocalJudge) -> None:
     assert judge.model == LocalJudge(embedder=judge.embedder).model
 
 
+def test_papers_encoded_together_judge_exactly_as_one_at_a_time(judge: LocalJudge) -> None:
+    # The replay encodes upcoming papers in one batch (`prepare`) and reuses claim embeddings across
+    # papers; neither may change a label, a confidence or the evidence.
+    claims = [CLAIM, ClaimText("c3", "Graph neural networks improve traffic forecasting accuracy.")]
+    papers = [SUPPORTING, UNRELATED]
+    batched = LocalJudge(embedder=judge.embedder)
+    batched.prepare(papers)
+    assert len(batched._papers) == 2
+    together = [batched.judge(p, claims) for p in papers]
+    alone = [[LocalJudge(embedder=judge.embedder).judge(p, [c])[0] for c in claims] for p in papers]
+    assert together == alone
+
+
 def test_shipped_weights_are_sane(judge: LocalJudge) -> None:
     model = judge.weights
     assert set(model.classes) == {"SUPPORTS", "OVERTURNS", "UNRELATED"}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -272,6 +273,8 @@ def words(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(text)]
 
 
+# Memoised: the same abstract and claim words are stemmed for every pair a paper takes part in.
+@lru_cache(maxsize=1 << 16)
 def _stem(word: str) -> str:
     for suffix in ("ing", "ies", "es", "ed", "ly", "s"):
         if len(word) > len(suffix) + 3 and word.endswith(suffix):
@@ -279,8 +282,9 @@ def _stem(word: str) -> str:
     return word
 
 
-def content_stems(text: str) -> set[str]:
-    return {_stem(w) for w in words(text) if w not in STOPWORDS and len(w) > 2}
+@lru_cache(maxsize=1024)
+def content_stems(text: str) -> frozenset[str]:
+    return frozenset({_stem(w) for w in words(text) if w not in STOPWORDS and len(w) > 2})
 
 
 def is_negated(text: str) -> bool:

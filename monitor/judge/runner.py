@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import hashlib
+import itertools
 import json
 import logging
 import math
@@ -45,6 +46,8 @@ log = logging.getLogger(__name__)
 # Rough size of one claim's answer, for estimates before anything is called.
 COMPLETION_TOKENS_PER_CLAIM = 120
 MAX_LOGGED_ERRORS = 20
+# Units whose papers a judge with `prepare` (the embedded one) encodes together, well under its cache.
+PREPARE_AHEAD = 64
 
 
 def cache_key(
@@ -366,6 +369,10 @@ def settle(
         run.errors.extend(summary.error_messages)
 
 
+def _paper_id(unit: WorkUnit) -> tuple[str, int]:
+    return unit.paper.arxiv_id, unit.paper.version
+
+
 def _run_units(
     units: list[WorkUnit],
     judge: Judge,
@@ -382,6 +389,8 @@ def _run_units(
     # A judge opts in to parallel calls with `max_concurrency` (the HTTP one does); others run one at a time.
     workers = max(1, min(settings.judge.concurrency, getattr(judge, "max_concurrency", 1)))
     queue = deque(units)
+    prepare: Callable[[list[PaperText]], None] | None = getattr(judge, "prepare", None)
+    prepared: set[tuple[str, int]] = set()
     in_flight: dict[Future[list[Judgement]], WorkUnit] = {}
     reserved = 0
     with contextlib.ExitStack() as stack:
@@ -400,6 +409,12 @@ def _run_units(
                         summary.budget_exhausted = True  # nothing running and the next call does not fit
                     break  # else wait: finished calls tell us what they really cost
                 queue.popleft()
+                if prepare is not None and _paper_id(unit) not in prepared:
+                    # Encode the next papers together (the embedded judge batches their sentences).
+                    upcoming = itertools.islice(itertools.chain([unit], queue), PREPARE_AHEAD)
+                    ahead = {_paper_id(u): u.paper for u in upcoming}
+                    prepare(list(ahead.values()))
+                    prepared = set(ahead)
                 reserved += unit.estimated_tokens
                 in_flight[pool.submit(judge.judge, unit.paper, unit.claims, recorder)] = unit
             if not in_flight:
