@@ -54,24 +54,16 @@ def load_papers(path: Path, limit: int | None) -> list[dict]:
 def store_papers(store, papers: list[dict]) -> None:
     with store.session() as session:
         for p in papers:
-            session.add(
-                Paper(
-                    arxiv_id=p["arxiv_id"],
-                    version=int(p.get("version") or 1),
-                    title=p["title"],
-                    abstract=p["abstract"],
-                    source="file",
+            for model in (Paper, PaperVersion):
+                session.add(
+                    model(
+                        arxiv_id=p["arxiv_id"],
+                        version=int(p.get("version") or 1),
+                        title=p["title"],
+                        abstract=p["abstract"],
+                        source="file",
+                    )
                 )
-            )
-            session.add(
-                PaperVersion(
-                    arxiv_id=p["arxiv_id"],
-                    version=int(p.get("version") or 1),
-                    title=p["title"],
-                    abstract=p["abstract"],
-                    source="file",
-                )
-            )
 
 
 def recall(store, pairs_path: Path) -> tuple[float, int, int]:
