@@ -24,6 +24,8 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from sqlalchemy import Connection, delete, select, text, update
@@ -32,6 +34,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from monitor.errors import LockHeld
 from monitor.store.db import Store, redact
 from monitor.store.models import Lock, utcnow
+from monitor.store.runs import RunRecord, mark_abandoned, recorded_run
 
 log = logging.getLogger(__name__)
 
@@ -314,3 +317,32 @@ def acquire_run_lock(
     sched = settings.schedule  # type: ignore[attr-defined]
     lock.acquire(wait_seconds=sched.lock_wait_seconds if sched.on_lock_held == "wait" else 0, stop=stop)
     return lock
+
+
+@contextmanager
+def locked_run(
+    store: Store,
+    settings: object,
+    command: str,
+    stop: threading.Event,
+    lock: RunLock | None = None,
+) -> Iterator[tuple[RunRecord, RunLock]]:
+    """A recorded run under the run lock: `run`, `retest` and `replay` all start this way.
+
+    Takes the lock unless `lock` (already held, as the daemon holds it) is given, and then releases
+    only what it took. The run row's warnings name runs found dead and closed, and a dead holder
+    whose lock was taken over.
+    """
+    held = lock or acquire_run_lock(store, settings, stop=stop)
+    try:
+        with recorded_run(store, command) as run:
+            run.stop = stop
+            abandoned = mark_abandoned(store, run.id)
+            if abandoned:
+                run.warnings.append(f"marked runs {abandoned} abandoned (their process died)")
+            if held.took_over is not None:
+                run.warnings.append(f"took the run lock over from a dead run ({held.took_over.describe()})")
+            yield run, held
+    finally:
+        if lock is None:
+            held.release()

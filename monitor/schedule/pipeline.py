@@ -15,18 +15,21 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 
 from monitor.config import Settings
 from monitor.errors import BudgetExhausted, JudgeError, LockHeld
-from monitor.schedule.lock import RunLock, acquire_run_lock
+from monitor.schedule.lock import RunLock, locked_run
 from monitor.schedule.signals import StopFlag
 from monitor.schedule.testhooks import pause_at
 from monitor.store.db import Store
 from monitor.store.models import Digest, Run, utcnow
-from monitor.store.runs import RunRecord, mark_abandoned, recorded_run, save_progress
+from monitor.store.runs import RunRecord, save_progress
+
+if TYPE_CHECKING:
+    from monitor.relevance import RelevanceSummary
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +96,7 @@ def run_once(
     stop: StopFlag | None = None,
     lock: RunLock | None = None,
 ) -> RunOutcome:
-    """One pipeline run. Takes the run lock unless `lock` (already held) is given.
+    """One pipeline run. Takes the run lock unless `lock` (already held) is given (see `locked_run`).
 
     Raises LockHeld (75) when another run holds the lock, Interrupted (130) when stopped by a signal,
     BudgetExhausted (7) when the judge's token budget ran out (judged work is kept), and the stages'
@@ -101,23 +104,11 @@ def run_once(
     """
     opts = options or RunOptions()
     stop = stop or StopFlag()
-    own_lock = lock is None
-    held = lock or acquire_run_lock(store, settings, stop=stop.event)
     started = time.monotonic()
-    try:
-        with recorded_run(store, opts.command) as run:
-            run.stop = stop.event
-            outcome = RunOutcome(run_id=run.id, status="running")
-            outcome.abandoned = mark_abandoned(store, run.id)
-            if outcome.abandoned:
-                run.warnings.append(f"marked runs {outcome.abandoned} abandoned (their process died)")
-            if held.took_over is not None:
-                run.warnings.append(f"took the run lock over from a dead run ({held.took_over.describe()})")
-            _pipeline(store, settings, opts, run, Steps(store, run, stop, held), outcome)
-        outcome.counts, outcome.tokens = dict(run.counts), run.tokens
-    finally:
-        if own_lock:
-            held.release()
+    with locked_run(store, settings, opts.command, stop.event, lock) as (run, held):
+        outcome = RunOutcome(run_id=run.id, status="running")
+        _pipeline(store, settings, opts, run, Steps(store, run, stop, held), outcome)
+    outcome.counts, outcome.tokens = dict(run.counts), run.tokens
     with store.session() as s:
         outcome.status = s.get(Run, outcome.run_id).status  # type: ignore[union-attr]
     outcome.seconds = round(time.monotonic() - started, 2)
@@ -140,9 +131,8 @@ def _pipeline(
     if not opts.report:
         return
     digest = step("report", lambda: _report(store, settings, run))
-    if digest is not None:
-        outcome.digest_id = getattr(digest, "digest_id", None) or getattr(digest, "id", None)
-        outcome.digest_paths = [str(p) for p in _paths_of(digest)]
+    outcome.digest_id = digest.digest_id
+    outcome.digest_paths = [str(p) for p in digest.paths.values()]
     email = settings.report.email if opts.email is None else opts.email
     if email:
         outcome.emailed = step("email", lambda: _email(store, settings, run))
@@ -151,39 +141,25 @@ def _pipeline(
 # --- the steps ----------------------------------------------------------------------------------
 
 
-def _as_dict(result: Any) -> dict[str, Any]:
-    if result is None:
-        return {}
-    if hasattr(result, "as_dict"):
-        return dict(result.as_dict())
-    if hasattr(result, "__dataclass_fields__"):
-        from dataclasses import asdict
-
-        return asdict(result)
-    return {"result": str(result)}
-
-
-def prepare_candidates(store: Store, settings: Settings, run: RunRecord | None = None) -> Any:
+def prepare_candidates(store: Store, settings: Settings) -> RelevanceSummary:
     """Bring claims up to date with their files, then pick the pairs to judge (what `monitor judge` does
     before judging, so `fetch && judge && report` works on a fresh store)."""
     from monitor.relevance import select_candidates
 
-    run = run or RunRecord(id=0, command="prepare")
-    _import_claims(store, settings, run)
-    return select_candidates(store, settings, run=run if run.id else None)
+    _import_claims(store, settings, None)
+    return select_candidates(store, settings)
 
 
-def _import_claims(store: Store, settings: Settings, run: RunRecord) -> Any:
+def _import_claims(store: Store, settings: Settings, run: RunRecord | None) -> Any:
     from monitor.claims.importer import default_paths, import_claims
 
     # Claims may have been imported by hand (`monitor seeds import FILE`) with no seeds directory
     # configured; then the run works with what the store holds.
     if not any(Path(p).exists() for p in default_paths(settings)):
-        run.warnings.append("no seeds directory or claims file found; using the claims already stored")
+        if run is not None:
+            run.warnings.append("no seeds directory or claims file found; using the claims already stored")
         return None
-    report = import_claims(store, settings, run=run)
-    run.counts.setdefault("claims", _as_dict(report))
-    return report
+    return import_claims(store, settings, run=run)
 
 
 def _fetch(store: Store, settings: Settings, opts: RunOptions, run: RunRecord) -> Any:
@@ -195,9 +171,7 @@ def _fetch(store: Store, settings: Settings, opts: RunOptions, run: RunRecord) -
 def _relevance(store: Store, settings: Settings, run: RunRecord) -> Any:
     from monitor.relevance import select_candidates
 
-    summary = select_candidates(store, settings, run=run)
-    run.counts.setdefault("relevance", _as_dict(summary))
-    return summary
+    return select_candidates(store, settings, run=run)
 
 
 def _judge(store: Store, settings: Settings, provider: str | None, run: RunRecord) -> Any:
@@ -206,7 +180,6 @@ def _judge(store: Store, settings: Settings, provider: str | None, run: RunRecor
 
     judge = make_judge(settings, provider)
     summary = judge_pending(store, settings, judge=judge, run=run)
-    run.counts.setdefault("judge", _as_dict(summary))
     if summary.budget_exhausted:
         raise BudgetExhausted(
             f"token budget {settings.judge.token_budget} spent: {summary.judged} pair(s) judged and kept, "
@@ -231,16 +204,7 @@ def _report(store: Store, settings: Settings, run: RunRecord) -> Any:
     from monitor.report.digest import write_digest
 
     # Mail goes out in its own step (see _email), so a crash between writing and sending is caught up.
-    result = write_digest(store, settings, period=settings.report.period, run=run, email=False)
-    run.counts.setdefault("report", _as_dict(result))
-    return result
-
-
-def _paths_of(digest: Any) -> list[Any]:
-    paths = getattr(digest, "paths", None)
-    if paths:
-        return list(paths.values()) if isinstance(paths, dict) else list(paths)
-    return [p for p in (getattr(digest, "markdown_path", None), getattr(digest, "html_path", None)) if p]
+    return write_digest(store, settings, period=settings.report.period, run=run, email=False)
 
 
 def _email(store: Store, settings: Settings, run: RunRecord) -> list[int]:

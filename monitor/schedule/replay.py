@@ -29,12 +29,12 @@ from sqlalchemy import select
 
 from monitor.config import Settings
 from monitor.errors import InputError, MonitorError
-from monitor.schedule.lock import RunLock, acquire_run_lock
+from monitor.schedule.lock import RunLock, locked_run
 from monitor.schedule.signals import StopFlag
 from monitor.schedule.testhooks import pause_at
 from monitor.store.db import Store
 from monitor.store.models import Digest
-from monitor.store.runs import mark_abandoned, recorded_run, save_progress
+from monitor.store.runs import save_progress
 
 log = logging.getLogger(__name__)
 
@@ -202,18 +202,12 @@ def replay(
     periods = replay_periods(start, end, every)
     snapshot = snapshot_path(settings, source)
     stop = stop or StopFlag()
-    own_lock = lock is None
-    held = lock or acquire_run_lock(store, settings, stop=stop.event)
     began = time.monotonic()
     workdir = Path(tempfile.mkdtemp(prefix="monitor-replay-"))
     try:
-        with recorded_run(store, "replay") as run:
-            run.stop = stop.event
+        with locked_run(store, settings, "replay", stop.event, lock) as (run, held):
             summary = ReplaySummary(run_id=run.id, source=source, every=every)
-            abandoned = mark_abandoned(store, run.id)
-            if abandoned:
-                run.warnings.append(f"marked runs {abandoned} abandoned (their process died)")
-            run.add("claims", _as_dict(import_claims(store, settings)))
+            import_claims(store, settings, run=run)
             the_judge = None  # made on first need: loading the embedded model takes a while
             parts = split_snapshot(snapshot, periods, workdir)
             for period in periods:
@@ -230,7 +224,7 @@ def replay(
                     fetched = fetch(store, settings, source=part, since=period.start, until=period.end)
                     result.papers_new = fetched.new
                     relevance = select_candidates(store, settings)
-                    result.candidates = int(getattr(relevance, "candidates", 0) or 0)
+                    result.candidates = relevance.candidates_added
                     if the_judge is None:
                         the_judge = make_judge(settings, judge)
                     judged = judge_pending(store, settings, judge=the_judge, run=run)
@@ -251,14 +245,4 @@ def replay(
             run.add("replay", summary.as_dict())
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-        if own_lock:
-            held.release()
     return summary
-
-
-def _as_dict(result: Any) -> dict[str, Any]:
-    if hasattr(result, "as_dict"):
-        return dict(result.as_dict())
-    if hasattr(result, "__dataclass_fields__"):
-        return asdict(result)
-    return {}

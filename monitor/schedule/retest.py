@@ -19,11 +19,11 @@ from sqlalchemy import select
 
 from monitor.config import Settings
 from monitor.errors import BudgetExhausted, InputError
-from monitor.schedule.lock import RunLock, acquire_run_lock
+from monitor.schedule.lock import RunLock, locked_run
 from monitor.schedule.signals import StopFlag
 from monitor.store.db import Store
 from monitor.store.models import Claim, LineClaim
-from monitor.store.runs import mark_abandoned, recorded_run, save_progress
+from monitor.store.runs import save_progress
 
 
 @dataclass
@@ -143,51 +143,42 @@ def retest(
     from monitor.verdicts.rollup import compute_verdicts, current_verdicts
 
     stop = stop or StopFlag()
-    own_lock = lock is None
-    held = lock or acquire_run_lock(store, settings, stop=stop.event)
     began = time.monotonic()
-    try:
-        with recorded_run(store, "retest") as run:
-            run.stop = stop.event
-            mark_abandoned(store, run.id)
-            before = {v.claim_id: v.status for v in current_verdicts(store)}
-            report = import_claims(store, settings)
-            run.add("claims", report.as_dict() if hasattr(report, "as_dict") else {})
-            stop.check("claims")
-            targets = resolve_claims(store, claim_ids, line_id)
-            select_candidates(store, settings, run=run, claim_ids=targets)
-            save_progress(store, run)
-            stop.check("relevance")
-            summary = judge_pending(
-                store,
-                settings,
-                judge=make_judge(settings, judge),
-                run=run,
-                force=force,
-                claim_ids=targets,
-                since=since,
+    with locked_run(store, settings, "retest", stop.event, lock) as (run, _):
+        before = {v.claim_id: v.status for v in current_verdicts(store)}
+        import_claims(store, settings, run=run)
+        stop.check("claims")
+        targets = resolve_claims(store, claim_ids, line_id)
+        select_candidates(store, settings, run=run, claim_ids=targets)
+        save_progress(store, run)
+        stop.check("relevance")
+        summary = judge_pending(
+            store,
+            settings,
+            judge=make_judge(settings, judge),
+            run=run,
+            force=force,
+            claim_ids=targets,
+            since=since,
+        )
+        save_progress(store, run)
+        if summary.budget_exhausted:
+            raise BudgetExhausted(
+                f"token budget {settings.judge.token_budget} spent: {summary.judged} pair(s) judged "
+                f"and kept, {summary.not_attempted} left; run `monitor retest` again to finish"
             )
-            save_progress(store, run)
-            if summary.budget_exhausted:
-                raise BudgetExhausted(
-                    f"token budget {settings.judge.token_budget} spent: {summary.judged} pair(s) judged "
-                    f"and kept, {summary.not_attempted} left; run `monitor retest` again to finish"
-                )
-            stop.check("judging")
-            compute_verdicts(store, settings, run=run)
-            successors = _successor_map(store)
-            predecessor = {new: old for old, new in successors.items()}
-            rows = []
-            for v in current_verdicts(store):
-                if targets is not None and v.claim_id not in targets:
-                    continue
-                old = predecessor.get(v.claim_id)
-                was = before.get(v.claim_id) or (before.get(old) if old else None) or "UNTESTED"
-                rows.append(RetestRow(v.claim_id, v.text, v.lines, was, v.status, old))
-            result = RetestResult(run.id, len(rows), summary.judged, rows, dict(run.counts))
-            run.add("retest", {"claims": len(rows), "judged": summary.judged, "changed": len(result.changed)})
-    finally:
-        if own_lock:
-            held.release()
+        stop.check("judging")
+        compute_verdicts(store, settings, run=run)
+        successors = _successor_map(store)
+        predecessor = {new: old for old, new in successors.items()}
+        rows = []
+        for v in current_verdicts(store):
+            if targets is not None and v.claim_id not in targets:
+                continue
+            old = predecessor.get(v.claim_id)
+            was = before.get(v.claim_id) or (before.get(old) if old else None) or "UNTESTED"
+            rows.append(RetestRow(v.claim_id, v.text, v.lines, was, v.status, old))
+        result = RetestResult(run.id, len(rows), summary.judged, rows, dict(run.counts))
+        run.add("retest", {"claims": len(rows), "judged": summary.judged, "changed": len(result.changed)})
     result.seconds = time.monotonic() - began
     return result
