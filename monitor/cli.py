@@ -401,10 +401,25 @@ def judge_command(
     judge = make_judge(settings, provider or ("openai" if batch else None))
     if not skip_relevance:
         # Local and cheap; a dry run needs the candidates too to count what judging them would cost.
-        relevance = prepare_candidates(store, settings)
+        relevance = prepare_candidates(store, settings, screen=not dry_run)
         console.print(
             f"relevance: {relevance.candidates_added} new candidate pair(s) "
             f"from {relevance.papers_scanned} paper version(s)"
+        )
+        if relevance.screen:
+            screened = relevance.screen
+            console.print(
+                f"relevance screen: {screened['kept']} kept, {screened['dropped']} dropped, "
+                f"{screened['pending_left']} pending, {screened['calls']} call(s)"
+            )
+    if dry_run and settings.relevance.screen == "llm":
+        from monitor.relevance.screen import estimate_screen
+
+        est = estimate_screen(store, settings)
+        console.print(
+            f"relevance screen (estimate): {est['calls']} call(s) for {est['pairs']} pending pair(s), "
+            f"~{est['prompt_tokens']:,} prompt + ~{est['completion_tokens']:,} completion tokens, "
+            f"${est['cost_estimate']:.2f}; the judge estimate below covers only pairs already kept"
         )
     if dry_run:
         if batch:

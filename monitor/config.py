@@ -81,6 +81,13 @@ class RelevanceSettings(Section):
     min_score: float = 0.0  # no pair scoring at or below this is ever selected
     cut: float | None = None  # one fixed score cut for every claim instead of the learned ones
     batch_size: int = Field(default=2000, ge=1)  # paper versions scored and committed together
+    # llm: the judge's OpenAI-compatible server screens a wider first cut (`screen_share` of the
+    # reference sample per claim) down to the pairs worth judging, one short call per paper
+    # (see monitor/relevance/screen.py). Needs judge.base_url or an API key.
+    screen: Literal["none", "llm"] = "none"
+    screen_share: float = Field(default=0.20, gt=0, le=1)
+    screen_claims_per_call: int = Field(default=16, ge=1)  # first-cut claims of one paper per call
+    screen_model: str | None = None  # default: judge.model
 
 
 class JudgeSettings(Section):

@@ -98,3 +98,31 @@ def test_runner_against_llama_cpp(store: Store, llama_server: LlamaServer) -> No
             assert row.label in LABELS and row.run_id == run.id
     # What failed validation stays pending; what was judged is never asked again.
     assert judge_pending(store, settings, dry_run=True).pending == summary.errors
+
+
+def test_relevance_screen_against_llama_cpp(llama_server: LlamaServer) -> None:  # noqa: F811
+    from monitor.relevance.screen import LLMScreen
+
+    settings = Settings()
+    settings.judge = JudgeSettings(**judge_settings(llama_server))
+    screen = LLMScreen(settings)
+    exchanges: list[Exchange] = []
+
+    def record(exchange: Exchange) -> int:
+        exchanges.append(exchange)
+        return len(exchanges)
+
+    paper = PaperText("2504.00001", 1, "Sparse parameter updates in RL fine-tuning", ABSTRACT)
+    claims = [
+        ClaimText("c1", "RL updates only 5-30% of parameters"),
+        ClaimText("c2", "Binary rewards degrade calibration"),
+    ]
+    kept, exchange_id = screen.screen(paper, claims, record)
+    # llama.cpp answers 500 to json_schema; the grammar-constrained json_object form then holds the
+    # model to ids from those asked, so even a tiny model's answer validates.
+    assert exchanges[0].response_format == "json_schema" and "HTTP 500" in (exchanges[0].error or "")
+    assert screen.mode == "json_object_schema" and exchange_id == len(exchanges)
+    assert kept <= {"c1", "c2"}
+    schema = exchanges[-1].request["response_format"]["schema"]
+    assert schema["properties"]["relevant"]["items"]["enum"] == ["c1", "c2"]
+    assert exchanges[-1].prompt_tokens > 200 and exchanges[-1].error is None

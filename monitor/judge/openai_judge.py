@@ -15,8 +15,9 @@ import math
 import random
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import openai
 from openai import OpenAI
@@ -28,6 +29,7 @@ from monitor.judge.base import ClaimText, Exchange, Judge, Judgement, PaperText,
 from monitor.judge.prompts import JudgePrompts, load_prompts
 from monitor.judge.schema import InvalidAnswer, looks_like_refusal, parse_answer, response_schema
 
+T = TypeVar("T")
 Mode = Literal["json_schema", "json_object_schema", "json_object", "text"]
 MODES: tuple[Mode, ...] = ("json_schema", "json_object_schema", "json_object", "text")
 # Status codes with which a server says "I do not support that request form" (llama.cpp: 500).
@@ -118,8 +120,33 @@ class OpenAIJudge(Judge):
         self, paper: PaperText, claims: list[ClaimText], recorder: Recorder | None = None
     ) -> list[Judgement]:
         ids = [c.id for c in claims]
-        messages = self.prompts.messages(paper, claims)
         where = f"{paper.arxiv_id}v{paper.version}"
+        judgements, exchange_id = self.ask(
+            self.prompts.messages(paper, claims),
+            ids,
+            where,
+            recorder,
+            parse=lambda text: parse_answer(text, ids),
+            correction=lambda problem: self.prompts.correction(problem, ids),
+        )
+        for judgement in judgements:
+            judgement.exchange_id = exchange_id
+        return judgements
+
+    def ask(
+        self,
+        messages: list[dict[str, str]],
+        ids: list[str],
+        where: str,
+        recorder: Recorder | None,
+        parse: Callable[[str | None], T],
+        correction: Callable[[str], str],
+    ) -> tuple[T, int | None]:
+        """One question about `ids`, answered and parsed, with one corrective turn for a bad answer.
+
+        Returns the parsed answer and the id of the exchange that gave it. Refusals, and answers still
+        invalid after the corrective turn, raise JudgeError (the pairs stay pending for a rerun).
+        """
         problem = ""
         for turn in (1, 2):
             done = self._complete(messages, ids, recorder, where)
@@ -128,7 +155,7 @@ class OpenAIJudge(Judge):
                 self._record(recorder, done, error=f"refusal: {reason}", turn=turn)
                 raise JudgeError(f"{where}: the model refused: {reason[:200]}")
             try:
-                judgements = parse_answer(done.text, ids)
+                answer = parse(done.text)
             except InvalidAnswer as exc:
                 if looks_like_refusal(done.text):
                     self._record(recorder, done, error=f"refusal: {(done.text or '')[:500]}", turn=turn)
@@ -141,13 +168,10 @@ class OpenAIJudge(Judge):
                 messages = [
                     *messages,
                     {"role": "assistant", "content": done.text or ""},
-                    {"role": "user", "content": self.prompts.correction(problem, ids)},
+                    {"role": "user", "content": correction(problem)},
                 ]
                 continue
-            exchange_id = self._record(recorder, done, error=None, turn=turn)
-            for judgement in judgements:
-                judgement.exchange_id = exchange_id
-            return judgements
+            return answer, self._record(recorder, done, error=None, turn=turn)
         raise JudgeError(f"{where}: invalid answer after a corrective retry: {problem}")
 
     # --- one request, in the best form the server accepts -------------------------------------
@@ -155,20 +179,29 @@ class OpenAIJudge(Judge):
     def _modes(self) -> tuple[Mode, ...]:
         return (self._mode,) if self._mode else MODES
 
+    # What the answer is called and shaped like; a subclass asking another question overrides these.
+    schema_name = "claim_assessments"
+
+    def schema(self, ids: list[str], bounds: bool = False) -> dict[str, Any]:
+        return response_schema(ids, bounds=bounds)
+
+    def max_tokens(self, ids: list[str]) -> int:
+        return self.settings.max_output_tokens * len(ids)
+
     def request_body(self, messages: list[dict[str, str]], ids: list[str], mode: Mode) -> dict[str, Any]:
         request: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
             "temperature": self.settings.temperature,
-            "max_tokens": self.settings.max_output_tokens * len(ids),
+            "max_tokens": self.max_tokens(ids),
         }
         if mode == "json_schema":
             request["response_format"] = {
                 "type": "json_schema",
-                "json_schema": {"name": "claim_assessments", "strict": True, "schema": response_schema(ids)},
+                "json_schema": {"name": self.schema_name, "strict": True, "schema": self.schema(ids)},
             }
         elif mode == "json_object_schema":
-            request["response_format"] = {"type": "json_object", "schema": response_schema(ids, bounds=True)}
+            request["response_format"] = {"type": "json_object", "schema": self.schema(ids, bounds=True)}
         elif mode == "json_object":
             request["response_format"] = {"type": "json_object"}
         return request

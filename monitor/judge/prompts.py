@@ -74,12 +74,14 @@ class JudgePrompts:
         ]
 
 
-def load_prompts(directory: Path | None = None) -> JudgePrompts:
-    """Load the judge templates from `directory` (default: the shipped prompts/)."""
-    directory = Path(directory) if directory else DEFAULT_PROMPTS_DIR
-    missing = [name for name in TEMPLATE_NAMES if not (directory / name).is_file()]
+def template_environment(directory: Path, names: tuple[str, ...], what: str) -> jinja2.Environment:
+    """A Jinja2 environment over `directory` with every template in `names` present and compiling.
+
+    `what` names the templates in errors ("judge", "relevance screen").
+    """
+    missing = [name for name in names if not (directory / name).is_file()]
     if missing:
-        raise ConfigError(f"{directory}: missing judge prompt template(s): {', '.join(missing)}")
+        raise ConfigError(f"{directory}: missing {what} prompt template(s): {', '.join(missing)}")
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(directory)),
         undefined=jinja2.StrictUndefined,
@@ -88,10 +90,17 @@ def load_prompts(directory: Path | None = None) -> JudgePrompts:
     )
     env.filters["untrusted"] = defuse
     try:
-        for name in TEMPLATE_NAMES:
+        for name in names:
             env.get_template(name)
     except jinja2.TemplateSyntaxError as exc:
         raise ConfigError(
             f"{directory / (exc.name or '?')}:{exc.lineno}: template error: {exc.message}"
         ) from None
+    return env
+
+
+def load_prompts(directory: Path | None = None) -> JudgePrompts:
+    """Load the judge templates from `directory` (default: the shipped prompts/)."""
+    directory = Path(directory) if directory else DEFAULT_PROMPTS_DIR
+    env = template_environment(directory, TEMPLATE_NAMES, "judge")
     return JudgePrompts(directory=directory, version=prompt_version(directory), env=env)

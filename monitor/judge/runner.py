@@ -37,8 +37,9 @@ from monitor.judge.base import LABELS, ClaimText, Judge, Judgement, PaperText
 from monitor.judge.exchanges import ExchangeRecorder
 from monitor.judge.grounding import ground
 from monitor.judge.prompts import JudgePrompts, load_prompts
+from monitor.store.candidates import candidate_pairs
 from monitor.store.db import Store
-from monitor.store.models import Assessment, Candidate, Claim, Paper, PaperVersion
+from monitor.store.models import Assessment, Candidate, Claim, Paper
 from monitor.store.runs import RunRecord
 
 log = logging.getLogger(__name__)
@@ -151,25 +152,8 @@ def pending_units(
     since: dt.date | None = None,
 ) -> list[WorkUnit]:
     """The work a run would do, grouped by paper version and chunked by the judge's claims_per_call."""
-    query = (
-        select(
-            Candidate.arxiv_id,
-            Candidate.version,
-            Claim.id,
-            Claim.text,
-            Claim.date_text,
-            func.coalesce(PaperVersion.title, Paper.title),
-            func.coalesce(PaperVersion.abstract, Paper.abstract),
-        )
-        .join(Paper, Paper.arxiv_id == Candidate.arxiv_id)
-        .join(Claim, Claim.id == Candidate.claim_id)
-        .outerjoin(
-            PaperVersion,
-            (PaperVersion.arxiv_id == Candidate.arxiv_id) & (PaperVersion.version == Candidate.version),
-        )
-        .where(Candidate.version == Paper.version, Claim.retired_at.is_(None))
-        .order_by(Candidate.arxiv_id, Candidate.version, Claim.id)
-    )
+    # Pairs an LLM screen has not kept (pending or dropped) are not the judge's.
+    query = candidate_pairs(Claim.date_text).where(Candidate.screen.is_(None) | (Candidate.screen == "kept"))
     if claim_ids:
         query = query.where(Claim.id.in_(claim_ids))
     if since:

@@ -95,7 +95,7 @@ def response_schema(claim_ids: list[str], bounds: bool = False) -> dict[str, Any
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 
 
-def _load_json(text: str) -> Any:
+def load_json(text: str) -> Any:
     candidates = [text.strip()]
     candidates += [m.group(1).strip() for m in _FENCE.finditer(text)]
     start, end = text.find("{"), text.rfind("}")
@@ -121,7 +121,7 @@ def parse_answer(text: str | None, claim_ids: list[str]) -> list[Judgement]:
     """Parse and validate a reply for `claim_ids`; raises InvalidAnswer saying what is wrong."""
     if not text or not text.strip():
         raise InvalidAnswer("the reply is empty")
-    data = _load_json(text)
+    data = load_json(text)
     if isinstance(data, list):
         data = {"assessments": data}
     elif isinstance(data, dict) and "assessments" not in data and "label" in data and len(claim_ids) == 1:

@@ -9,6 +9,9 @@ a fixed reference sample of papers lie (`reference.py`), so a daily run, a weekl
 first whole-corpus scan select the same pairs. bench/relevance_bench.py measures recall, the share
 of pairs selected, speed and memory on the 22,120-paper snapshot; bench/relevance_variants.py shows
 that embedding whole abstracts (or the claim's line) does not lift recall at 2%, so titles stay.
+
+With `relevance.screen = "llm"` the stage has two steps: the cut above at the wider `screen_share`,
+then an LLM screen (`screen.py`) that keeps the pairs whose paper the model says bears on the claim.
 """
 
 from monitor.relevance.select import RelevanceSummary, select_candidates

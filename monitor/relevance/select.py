@@ -26,6 +26,7 @@ from monitor.claims.ids import text_hash
 from monitor.config import Settings
 from monitor.relevance.reference import claim_cuts
 from monitor.relevance.scoring import PaperDoc, RelevanceScorer, select_pairs
+from monitor.relevance.screen import PENDING, screen_pending
 from monitor.relevance.text import ClaimQuery
 from monitor.store import Store
 from monitor.store.models import Candidate, Claim, Line, LineClaim, PaperVersion, RelevanceMark, utcnow
@@ -41,6 +42,7 @@ class RelevanceSummary:
     candidates_added: int = 0
     method: str = ""
     seconds: float = 0.0
+    screen: dict[str, object] | None = None  # the LLM screen's summary, when relevance.screen = "llm"
 
     @property
     def candidates(self) -> int:
@@ -134,11 +136,21 @@ def select_candidates(
     settings: Settings,
     run: RunRecord | None = None,
     claim_ids: Sequence[str] | None = None,
+    screen: bool = True,
 ) -> RelevanceSummary:
-    """Scan paper versions each active claim has not seen yet; write `candidates` for those that pass."""
+    """Scan paper versions each active claim has not seen yet; write `candidates` for those that pass.
+
+    With relevance.screen = "llm", new pairs are written pending and then screened, unless `screen`
+    is False (a dry run, which must call nothing).
+    """
     began = time.monotonic()
     cfg = settings.relevance
-    summary = RelevanceSummary(method=cfg.method)
+    screening = cfg.screen == "llm"
+    summary = RelevanceSummary(method=cfg.method + ("+llm-screen" if screening else ""))
+    # With a screen, the first stage keeps a wider cut and the LLM narrows it (screen.py). Its
+    # per-batch ceiling guards against floods, so it widens with the cut.
+    share = cfg.screen_share if screening else cfg.share
+    max_share = max(cfg.max_share, min(1.0, 2 * cfg.screen_share)) if screening else cfg.max_share
     with store.session() as session:
         active = load_claim_queries(session)
         wanted = set(claim_ids) if claim_ids is not None else None
@@ -151,7 +163,7 @@ def select_candidates(
         # Scored with every active claim, so a pair's score never depends on which claims are due.
         scorer = make_scorer(store, settings, active)
         due = [active.index(c) for c in behind]
-        cuts = claim_cuts(scorer, cfg.share, cfg.cut, due)
+        cuts = claim_cuts(scorer, share, cfg.cut, due)
         seen = np.array([marks[c.claim_id] for c in behind], dtype=np.int64)
         after = int(seen.min())
         while after < top:
@@ -170,15 +182,21 @@ def select_candidates(
             row_ids = np.array([p.row_id for p in papers], dtype=np.int64)
             eligible = row_ids[None, :] > seen[:, None]
             scores = scorer.score(papers, claims=due)
-            pairs = select_pairs(scores, cuts, eligible, cfg.max_share, cfg.min_score)
+            pairs = select_pairs(scores, cuts, eligible, max_share, cfg.min_score)
             after = int(row_ids[-1])
             with store.session() as session:
-                summary.candidates_added += _write(session, behind, papers, pairs, cfg.method, run)
+                summary.candidates_added += _write(
+                    session, behind, papers, pairs, summary.method, run, PENDING if screening else None
+                )
                 _advance_marks(session, behind, marks, after)
             summary.papers_scanned += int(eligible.any(axis=0).sum())
             # A daemon or replay asked to stop: what is committed stays, the next run resumes here.
             if run is not None and run.should_stop():
                 break
+    if screening and screen and not (run is not None and run.should_stop()):
+        # Also picks up pairs a failed or interrupted earlier run left pending.
+        screened = screen_pending(store, settings, run=run, claim_ids=list(claim_ids) if claim_ids else None)
+        summary.screen = screened.as_dict()
     summary.seconds = time.monotonic() - began
     if run is not None:
         run.add("relevance", summary.as_dict())
@@ -192,6 +210,7 @@ def _write(
     pairs: list[tuple[int, int, float]],
     method: str,
     run: RunRecord | None,
+    screen: str | None = None,
 ) -> int:
     """Insert the pairs not stored yet (an edited claim keeps its id, so its old candidates stay)."""
     if not pairs:
@@ -216,6 +235,7 @@ def _write(
                 score=round(score, 6),
                 method=method,
                 run_id=run.id if run is not None else None,
+                screen=screen,
             )
         )
         added += 1

@@ -141,13 +141,14 @@ def _pipeline(
 # --- the steps ----------------------------------------------------------------------------------
 
 
-def prepare_candidates(store: Store, settings: Settings) -> RelevanceSummary:
+def prepare_candidates(store: Store, settings: Settings, screen: bool = True) -> RelevanceSummary:
     """Bring claims up to date with their files, then pick the pairs to judge (what `monitor judge` does
-    before judging, so `fetch && judge && report` works on a fresh store)."""
+    before judging, so `fetch && judge && report` works on a fresh store). `screen=False` leaves new
+    pairs pending before an LLM screen (a dry run calls nothing)."""
     from monitor.relevance import select_candidates
 
     _import_claims(store, settings, None)
-    return select_candidates(store, settings)
+    return select_candidates(store, settings, screen=screen)
 
 
 def _import_claims(store: Store, settings: Settings, run: RunRecord | None) -> Any:

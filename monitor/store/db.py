@@ -23,9 +23,20 @@ def _v1_create_all(conn: Connection) -> None:
     Base.metadata.create_all(conn)
 
 
+def _v2_candidate_screen(conn: Connection) -> None:
+    # A store made by v1 lacks the LLM screen's columns (one made now has them from create_all).
+    have = {c["name"] for c in inspect(conn).get_columns("candidates")}
+    if "screen" not in have:
+        conn.execute(text("ALTER TABLE candidates ADD COLUMN screen VARCHAR(10)"))
+        conn.execute(text("CREATE INDEX ix_candidates_screen ON candidates (screen)"))
+    if "screen_exchange_id" not in have:
+        conn.execute(text("ALTER TABLE candidates ADD COLUMN screen_exchange_id INTEGER"))
+
+
 # Append new migrations here; never edit or reorder one that has shipped.
 MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (1, _v1_create_all),
+    (2, _v2_candidate_screen),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
