@@ -138,6 +138,7 @@ def main() -> None:
     ap.add_argument("--method", choices=["hybrid", "bm25"], default=None)
     ap.add_argument("--share", type=float, default=None)
     ap.add_argument("--lexical-weight", type=float, default=None)
+    ap.add_argument("--embed-gate", type=float, default=None, help="embed titles only where BM25 reaches it")
     ap.add_argument("--context", default=None, help="query context, comma-separated: title,questions,topics")
     ap.add_argument("--papers", type=int, default=None, help="only the first N papers (by date)")
     ap.add_argument(
@@ -163,6 +164,7 @@ def main() -> None:
         ("method", args.method),
         ("share", args.share),
         ("lexical_weight", args.lexical_weight),
+        ("embed_gate", args.embed_gate),
     ):
         if value is not None:
             setattr(rel, field, value)
@@ -216,7 +218,7 @@ def main() -> None:
     share = n_candidates / max(len(papers) * (n_claims or 1), 1)
     print(
         f"method            {rel.method} (share {rel.share}, lexical_weight {rel.lexical_weight}, "
-        f"context {'+'.join(rel.query_context)})"
+        f"embed_gate {rel.embed_gate}, context {'+'.join(rel.query_context)})"
     )
     print(f"papers x claims   {len(first)} x {n_claims}{' (title embeddings cached)' if reused else ''}")
     print(f"recall            {rec:.3f} ({hits}/{total} labelled non-UNRELATED pairs)")

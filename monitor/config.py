@@ -86,6 +86,9 @@ class RelevanceSettings(Section):
     # (see monitor/relevance/screen.py). Needs judge.base_url or an API key.
     screen: Literal["none", "llm"] = "none"
     screen_share: float = Field(default=0.20, gt=0, le=1)
+    # The first cut under a screen is wide, and there the 0.10 embedding gate costs recall (at 20% of
+    # pairs: 0.862 gated, 0.931 with every title embedded; bench/relevance_bench.py --embed-gate).
+    screen_embed_gate: float = Field(default=0.0, ge=0)
     screen_claims_per_call: int = Field(default=16, ge=1)  # first-cut claims of one paper per call
     screen_model: str | None = None  # default: judge.model
 

@@ -23,7 +23,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from monitor.claims.ids import text_hash
-from monitor.config import Settings
+from monitor.config import RelevanceSettings, Settings
 from monitor.relevance.reference import claim_cuts
 from monitor.relevance.scoring import PaperDoc, RelevanceScorer, select_pairs
 from monitor.relevance.screen import PENDING, screen_pending
@@ -111,9 +111,13 @@ def paper_docs(rows: Sequence[PaperVersion]) -> list[PaperDoc]:
     return [PaperDoc(r.id, r.arxiv_id, r.version, r.title, r.abstract) for r in rows]
 
 
-def make_scorer(store: Store, settings: Settings, claims: Sequence[ClaimQuery]) -> RelevanceScorer:
-    if settings.relevance.method == "bm25":
-        return RelevanceScorer(settings.relevance, claims)
+def make_scorer(
+    store: Store, settings: Settings, claims: Sequence[ClaimQuery], relevance: RelevanceSettings | None = None
+) -> RelevanceScorer:
+    """The configured scorer; `relevance` overrides settings.relevance (the screen's wider first cut)."""
+    relevance = relevance or settings.relevance
+    if relevance.method == "bm25":
+        return RelevanceScorer(relevance, claims)
     from monitor.embeddings import cached_embeddings, get_embedder
 
     embedder = get_embedder()
@@ -128,7 +132,7 @@ def make_scorer(store: Store, settings: Settings, claims: Sequence[ClaimQuery]) 
         found = cached_embeddings(store, dict(zip(keys, texts, strict=True)), embedder)
         return np.stack([found[k] for k in keys])
 
-    return RelevanceScorer(settings.relevance, claims, title_vectors, query_vectors)
+    return RelevanceScorer(relevance, claims, title_vectors, query_vectors)
 
 
 def select_candidates(
@@ -161,7 +165,8 @@ def select_candidates(
     behind = [c for c in claims if marks[c.claim_id] < top]
     if behind:
         # Scored with every active claim, so a pair's score never depends on which claims are due.
-        scorer = make_scorer(store, settings, active)
+        first = cfg.model_copy(update={"embed_gate": cfg.screen_embed_gate}) if screening else cfg
+        scorer = make_scorer(store, settings, active, first)
         due = [active.index(c) for c in behind]
         cuts = claim_cuts(scorer, share, cfg.cut, due)
         seen = np.array([marks[c.claim_id] for c in behind], dtype=np.int64)
