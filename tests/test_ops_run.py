@@ -109,6 +109,7 @@ def test_sigkill_anywhere_then_rerun_finishes_without_loss_or_doubles(
     with store.session() as s:
         rows = s.scalars(select(Run).order_by(Run.id)).all()
         assert [r.status for r in rows] == ["abandoned", "ok"]
+        assert f"marked abandoned: runs [{rows[0].id}]" in rerun.stdout
         assert "abandoned" in " ".join(rows[1].warnings)
     listed = json.loads(monitor(config, "runs", "--json").stdout)
     assert [(r["command"], r["status"]) for r in listed] == [("run", "ok"), ("run", "abandoned")]

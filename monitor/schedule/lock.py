@@ -326,12 +326,12 @@ def locked_run(
     command: str,
     stop: threading.Event,
     lock: RunLock | None = None,
-) -> Iterator[tuple[RunRecord, RunLock]]:
+) -> Iterator[tuple[RunRecord, RunLock, list[int]]]:
     """A recorded run under the run lock: `run`, `retest` and `replay` all start this way.
 
     Takes the lock unless `lock` (already held, as the daemon holds it) is given, and then releases
-    only what it took. The run row's warnings name runs found dead and closed, and a dead holder
-    whose lock was taken over.
+    only what it took. Yields the run, the lock and the ids of runs found dead and marked abandoned;
+    the run row's warnings name those and a dead holder whose lock was taken over.
     """
     held = lock or acquire_run_lock(store, settings, stop=stop)
     try:
@@ -342,7 +342,7 @@ def locked_run(
                 run.warnings.append(f"marked runs {abandoned} abandoned (their process died)")
             if held.took_over is not None:
                 run.warnings.append(f"took the run lock over from a dead run ({held.took_over.describe()})")
-            yield run, held
+            yield run, held, abandoned
     finally:
         if lock is None:
             held.release()

@@ -105,8 +105,8 @@ def run_once(
     opts = options or RunOptions()
     stop = stop or StopFlag()
     started = time.monotonic()
-    with locked_run(store, settings, opts.command, stop.event, lock) as (run, held):
-        outcome = RunOutcome(run_id=run.id, status="running")
+    with locked_run(store, settings, opts.command, stop.event, lock) as (run, held, abandoned):
+        outcome = RunOutcome(run_id=run.id, status="running", abandoned=abandoned)
         _pipeline(store, settings, opts, run, Steps(store, run, stop, held), outcome)
     outcome.counts, outcome.tokens = dict(run.counts), run.tokens
     with store.session() as s:

@@ -205,7 +205,7 @@ def replay(
     began = time.monotonic()
     workdir = Path(tempfile.mkdtemp(prefix="monitor-replay-"))
     try:
-        with locked_run(store, settings, "replay", stop.event, lock) as (run, held):
+        with locked_run(store, settings, "replay", stop.event, lock) as (run, held, _):
             summary = ReplaySummary(run_id=run.id, source=source, every=every)
             import_claims(store, settings, run=run)
             the_judge = None  # made on first need: loading the embedded model takes a while

@@ -144,7 +144,7 @@ def retest(
 
     stop = stop or StopFlag()
     began = time.monotonic()
-    with locked_run(store, settings, "retest", stop.event, lock) as (run, _):
+    with locked_run(store, settings, "retest", stop.event, lock) as (run, _, _):
         before = {v.claim_id: v.status for v in current_verdicts(store)}
         import_claims(store, settings, run=run)
         stop.check("claims")
