@@ -122,6 +122,19 @@ def test_screen_keeps_what_the_model_names_and_the_judge_sees_only_those(store, 
     assert screen_states(store) == states
 
 
+def test_a_paper_with_more_claims_than_a_call_takes_is_split(store, llm: ScriptedLLM) -> None:
+    claims = [add_claim(store, f"{SPARSITY} in setting {i}") for i in range(3)]
+    (paper,) = add_papers(store, [RELEVANT])
+    llm.default = keep_if(lambda cid, abstract: True)
+    settings = screen_settings(llm)
+    settings.relevance.screen_claims_per_call = 2
+    summary = select_candidates(store, settings)
+    asked_per_call = sorted(len(asked(r.body)[0]) for r in llm.chat_requests())
+    assert asked_per_call == [1, 2]
+    assert summary.screen is not None and summary.screen["papers"] == 1 and summary.screen["kept"] == 3
+    assert {screen_states(store)[(paper, c)] for c in claims} == {"kept"}
+
+
 def test_faults_leave_pairs_pending_and_a_rerun_finishes(store, llm: ScriptedLLM) -> None:
     sparsity = add_claim(store, SPARSITY)
     papers = add_papers(store, [RELEVANT, (RELEVANT[0] + " revisited", RELEVANT[1]), CALIBRATION_PAPER])

@@ -133,14 +133,19 @@ class JudgeSummary:
         return data
 
 
+def token_cost(settings: Settings, prompt_tokens: int, completion_tokens: int) -> float:
+    """USD for these tokens at the configured per-token rates (the judge's and the LLM screen's)."""
+    cfg = settings.judge
+    return (
+        prompt_tokens * cfg.price_input_per_million + completion_tokens * cfg.price_output_per_million
+    ) / 1e6
+
+
 def price(settings: Settings, judge: Judge, prompt_tokens: int, completion_tokens: int, batch: bool) -> float:
     """USD at the configured per-token rates; the Batch API costs half; the embedded model nothing."""
     if judge.name != "openai":
         return 0.0
-    cfg = settings.judge
-    cost = (
-        prompt_tokens * cfg.price_input_per_million + completion_tokens * cfg.price_output_per_million
-    ) / 1e6
+    cost = token_cost(settings, prompt_tokens, completion_tokens)
     return cost / 2 if batch else cost
 
 

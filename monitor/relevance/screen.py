@@ -187,12 +187,12 @@ def _pending_units(store: Store, per_call: int, claim_ids: list[str] | None) -> 
     units: list[_Unit] = []
     for arxiv_id, version, claim_id, text, title, abstract in rows:
         last = units[-1] if units else None
-        same = last is not None and (last.paper.arxiv_id, last.paper.version) == (arxiv_id, version)
-        if same and last is not None and len(last.claims) < per_call:
-            last.claims.append(ClaimText(id=claim_id, text=text))
-            continue
-        paper = last.paper if same and last is not None else PaperText(arxiv_id, version, title, abstract)
-        units.append(_Unit(paper, [ClaimText(id=claim_id, text=text)]))
+        if last is None or (last.paper.arxiv_id, last.paper.version) != (arxiv_id, version) or (
+            len(last.claims) >= per_call
+        ):
+            last = _Unit(PaperText(arxiv_id, version, title, abstract), [])
+            units.append(last)
+        last.claims.append(ClaimText(id=claim_id, text=text))
     return units
 
 
@@ -287,7 +287,7 @@ def estimate_screen(store: Store, settings: Settings) -> dict[str, object]:
     """What screening the pending pairs would take (calls, tokens, USD at the judge's rates).
 
     Calls nothing: this is `monitor judge --dry-run`'s view of the screen."""
-    from monitor.judge.runner import estimate_tokens
+    from monitor.judge.runner import estimate_tokens, token_cost
 
     prompts = load_screen_prompts(settings.judge.prompts_dir)
     units = _pending_units(store, settings.relevance.screen_claims_per_call, None)
@@ -296,8 +296,7 @@ def estimate_screen(store: Store, settings: Settings) -> dict[str, object]:
     )
     # An answer lists some of the ids asked, about ten tokens each: budget four a claim asked.
     completion = sum(8 + 4 * len(u.claims) for u in units)
-    cfg = settings.judge
-    cost = (prompt * cfg.price_input_per_million + completion * cfg.price_output_per_million) / 1e6
+    cost = token_cost(settings, prompt, completion)
     return {
         "pairs": sum(len(u.claims) for u in units),
         "calls": len(units),
