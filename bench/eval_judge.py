@@ -1,36 +1,55 @@
-"""Figures for the embedded judge: SciFact dev (all pairs, and only pairs whose abstract is not cited in
-train), the domain dev set (4-way), OVERTURNS precision above the calibrated threshold, and speed.
+"""Figures for the embedded judge on data it was not trained on, with its operating point and speed.
 
-    python bench/eval_judge.py [--shared ../shared] [--limit N]
+    python bench/eval_judge.py [--shared ../shared] [--limit N] [--judge local|openai] [--json FILE]
 
-SciFact's negated claims reuse their original's abstract with the opposite label, so a judge that
-could recognise abstracts would look better on dev pairs whose abstract also occurs in train; the
-"unseen abstracts" line shows the score without that help.
+Sets: the teacher set's `test` split (papers never trained on or calibrated on; 4-way),
+eval/domain_dev.jsonl (4-way; its papers are never drawn into the teacher set), SciFact dev (3-way:
+RELAXES counts as SUPPORTS), and the SciFact dev pairs whose abstract is not cited in train (SciFact's
+negated claims reuse their original's abstract, so a judge that recognised abstracts would look
+better on the others). For each: macro-F1 of the best-guess label, then the operating point: the
+precision and recall of the labels the judge states, and the share it calls "related, stance
+unclear". Speed is pairs per second over all sets, each pair a new abstract as in `monitor eval`.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from pathlib import Path
 
-from monitor.judge.evaluate import EvalReport, as_three_way, evaluate, read_pairs, score
-from monitor.judge.local import LocalJudge
+from monitor.config import Settings
+from monitor.judge.evaluate import EvalReport, as_three_way, evaluate, operating_point, read_pairs, score
+from monitor.judge.factory import make_judge
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def line(name: str, report_or_scores: EvalReport, pairs_per_second: float | None = None) -> None:
-    s = report_or_scores.strict
-    parts = [f"{name}: n={s.n}", f"macro-F1 {s.macro_f1:.3f}"]
-    if report_or_scores.three_way is not None:
-        parts.append(f"3-way macro-F1 {report_or_scores.three_way.macro_f1:.3f}")
-    overturns = s.per_class.get("OVERTURNS")
-    if overturns:
-        parts.append(f"OVERTURNS P {overturns.precision:.3f} R {overturns.recall:.3f}")
-    if pairs_per_second:
-        parts.append(f"{pairs_per_second:.1f} pairs/s")
-    print("; ".join(parts))
+def summary(name: str, report: EvalReport, three_way: bool) -> dict:
+    predictions = report.predictions
+    gold = [p.pair.label for p in predictions]
+    guessed = [p.label for p in predictions]
+    scores = score(gold, as_three_way(guessed)) if three_way else score(gold, guessed)
+    if three_way:  # a stated RELAXES counts as SUPPORTS on a set without RELAXES
+        for p in predictions:
+            p.label = "SUPPORTS" if p.label == "RELAXES" else p.label
+    point = operating_point(predictions)
+    out = {
+        "set": name,
+        "n": len(predictions),
+        "macro_f1": round(scores.macro_f1, 4),
+        "abstain_share": round(point.abstain_share, 4),
+        "stated": {
+            label: {"precision": round(s.precision, 3), "recall": round(s.recall, 3), "support": s.support}
+            for label, s in point.per_label.items()
+            if s.support
+        },
+    }
+    stated = ", ".join(f"{k} P {v['precision']:.2f} R {v['recall']:.2f}" for k, v in out["stated"].items())
+    print(
+        f"{name}: n={out['n']} macro-F1 {out['macro_f1']:.3f}; abstains {out['abstain_share']:.1%}; {stated}"
+    )
+    return out
 
 
 def main() -> None:
@@ -38,44 +57,41 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared")
+    parser.add_argument("--teacher", type=Path, default=ROOT / "training" / "teacher" / "pairs.jsonl")
+    parser.add_argument("--judge", default="local")
     parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--json", type=Path, help="Also write the figures here.")
     args = parser.parse_args()
     eval_dir = args.shared / "eval"
 
     started = time.perf_counter()
-    judge = LocalJudge()
-    print(
-        f"judge {judge.model}: loaded in {time.perf_counter() - started:.1f}s; "
-        f"OVERTURNS threshold {judge.overturn_threshold}"
-    )
+    judge = make_judge(Settings(), args.judge)
+    print(f"judge {judge.name} {judge.model}: loaded in {time.perf_counter() - started:.1f} s")
 
-    dev = read_pairs(eval_dir / "scifact" / "pairs_dev.jsonl", limit=args.limit)
-    report = evaluate(judge, dev, "pairs_dev.jsonl")
-    line("SciFact dev", report, report.strict.n / report.seconds)
-    print("  confusion (gold -> predicted):", report.strict.confusion)
-
-    train_abstracts = {p.abstract for p in read_pairs(eval_dir / "scifact" / "pairs_train.jsonl")}
-    unseen = [p for p in report.predictions if p.pair.abstract not in train_abstracts]
-    gold = [p.pair.label for p in unseen]
-    strict = score(gold, [p.label for p in unseen])
-    three = score(gold, as_three_way(p.label for p in unseen))
-    overturns = three.per_class.get("OVERTURNS")
-    print(
-        f"SciFact dev, abstracts not in train: n={strict.n}; 3-way macro-F1 {three.macro_f1:.3f}; "
-        f"strict {strict.macro_f1:.3f}; OVERTURNS P {overturns.precision if overturns else 0:.3f}; "
-        f"labels {dict(sorted({g: gold.count(g) for g in set(gold)}.items()))}"
-    )
-
-    sure = [
-        p for p in report.predictions if p.label == "OVERTURNS" and p.confidence >= judge.overturn_threshold
+    teacher_test = [p for p in read_pairs(args.teacher) if p.extra.get("split") == "test"][: args.limit]
+    sets = [
+        ("teacher test split (4-way)", teacher_test, False),
+        ("domain_dev (4-way)", read_pairs(eval_dir / "domain_dev.jsonl", limit=args.limit), False),
+        ("SciFact dev (3-way)", read_pairs(eval_dir / "scifact" / "pairs_dev.jsonl", limit=args.limit), True),
     ]
-    right = sum(p.pair.label == "OVERTURNS" for p in sure)
-    print(f"SciFact dev OVERTURNS at confidence >= {judge.overturn_threshold}: {right}/{len(sure)} correct")
-
-    domain = read_pairs(eval_dir / "domain_dev.jsonl", limit=args.limit)
-    domain_report = evaluate(judge, domain, "domain_dev.jsonl")
-    line("domain dev (4-way strict)", domain_report)
-    print("  confusion (gold -> predicted):", domain_report.strict.confusion)
+    train_abstracts = {p.abstract for p in read_pairs(eval_dir / "scifact" / "pairs_train.jsonl")}
+    results, pairs, seconds = [], 0, 0.0
+    for name, pair_list, three_way in sets:
+        report = evaluate(judge, pair_list, name)
+        pairs, seconds = pairs + len(pair_list), seconds + report.seconds
+        if three_way:
+            unseen = [p for p in report.predictions if p.pair.abstract not in train_abstracts]
+            unseen_report = EvalReport(name, judge.name, judge.model, report.strict, None, unseen, 0.0)
+            results.append(summary(name, report, True))
+            results.append(summary("SciFact dev, abstracts not in train (3-way)", unseen_report, True))
+        else:
+            results.append(summary(name, report, False))
+    rate = pairs / seconds if seconds else 0.0
+    print(f"speed: {pairs} pairs in {seconds:.0f} s = {rate:.1f} pairs/s")
+    if args.json:
+        args.json.write_text(
+            json.dumps({"judge": judge.model, "sets": results, "pairs_per_second": rate}, indent=1)
+        )
 
 
 if __name__ == "__main__":

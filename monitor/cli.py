@@ -493,6 +493,10 @@ def eval_command(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")] = False,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N pairs.")] = None,
+    predictions: Annotated[
+        str | None,
+        typer.Option("--predictions", help="Also write each pair with the judge's answer (JSON lines)."),
+    ] = None,
 ) -> None:
     """Score a judge on labelled pairs: macro-F1, per-class precision / recall / F1, confusion matrix."""
     import json
@@ -509,6 +513,11 @@ def eval_command(
     with Progress(*columns, console=err_console, transient=True) as bar:
         task = bar.add_task("judging", total=len(pair_list))
         report = evaluate(judge, pair_list, pairs, on_progress=lambda n: bar.update(task, completed=n))
+    if predictions:
+        from monitor.report.digest import write_atomic
+
+        lines = (json.dumps(p.as_record(), ensure_ascii=False) for p in report.predictions)
+        write_atomic(Path(predictions), "".join(line + "\n" for line in lines))
     if as_json:
         typer.echo(json.dumps(report.as_dict(), indent=2))  # plain JSON: meant for other programs
     else:

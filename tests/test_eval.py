@@ -169,3 +169,44 @@ def test_eval_cli_bad_file_exits_with_one_line(tmp_path: Path) -> None:
     assert result.returncode == 3
     assert f"{path}:2: field 'label'" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_openai_eval_counts_a_bad_answer_and_goes_on_and_writes_predictions(tmp_path: Path) -> None:
+    """Against a real HTTP server: the claim's date reaches the prompt, a refusal is one error, not the end."""
+    from llm_server import Reply, ScriptedLLM, answer, completion
+
+    pairs = [{**SMALL_PAIRS[0], "claim_date": "~2024"}, SMALL_PAIRS[1], SMALL_PAIRS[2]]
+    path = _write(tmp_path / "small.jsonl", pairs)
+    with ScriptedLLM() as llm:
+        def respond(request: dict) -> Reply:
+            user = next(m["content"] for m in request["messages"] if m["role"] == "user")
+            if "Graph neural networks" in user:
+                return Reply(body=completion("I cannot help with that.", refusal="I cannot help with that."))
+            quote = "Daily aspirin reduced the risk of colorectal cancer by 24%"
+            if "Vitamin D" in user:
+                return Reply(body=completion(answer(request, "OVERTURNS", "did not reduce the risk of fractures")))
+            return Reply(body=completion(answer(request, "SUPPORTS", quote)))
+
+        llm.default = respond
+        env = {
+            "MONITOR_JUDGE__BASE_URL": llm.url,
+            "MONITOR_JUDGE__API_KEY": "sk-test",
+            "MONITOR_JUDGE__MAX_RETRIES": "0",
+        }
+        out = tmp_path / "predictions.jsonl"
+        result = subprocess.run(
+            [sys.executable, "-c", "from monitor.cli import main; main()", "eval", "--pairs", str(path),
+             "--judge", "openai", "--json", "--predictions", str(out)],
+            cwd=tmp_path, env={**os.environ, **env}, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        first_user = next(m["content"] for m in llm.requests[0].body["messages"] if m["role"] == "user")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["n"] == 3 and data["errors"] == 1
+    assert 'made="~2024"' in first_user
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["predicted"] for r in rows] == [S, U, OV]
+    assert [r["gold"] for r in rows] == [S, U, OV]
+    assert rows[0]["grounded"] is True and rows[0]["claim_date"] == "~2024"
+    assert rows[1]["error"] and "refused" in rows[1]["error"]
+    assert data["operating_point"]["abstain_share"] == 0.0

@@ -22,7 +22,7 @@ from monitor.judge.runner import pending_units
 from monitor.judge.schema import InvalidAnswer
 from monitor.relevance import select_candidates
 from monitor.relevance.screen import load_screen_prompts, parse_screen
-from monitor.store import open_store
+from monitor.store import SCHEMA_VERSION, open_store
 from monitor.store.models import Candidate, LLMExchange
 
 SECRET = "sk-screen-test-never-log-me"
@@ -255,5 +255,5 @@ def test_v1_store_gains_the_screen_columns(db_url: str) -> None:
     with store.engine.connect() as conn:
         columns = {c["name"] for c in inspect(conn).get_columns("candidates")}
         version = conn.execute(text("SELECT version FROM schema_version")).scalar()
-    assert {"screen", "screen_exchange_id"} <= columns and version == 2
+    assert {"screen", "screen_exchange_id"} <= columns and version == SCHEMA_VERSION
     store.close()

@@ -44,6 +44,9 @@ class Judgement:
     rationale: str
     evidence: str
     exchange_id: int | None = None
+    # The embedded judge's "related, stance unclear": the label is its best guess, withheld from
+    # verdicts and kept for review, because its measured precision at this confidence is too low.
+    abstained: bool = False
 
 
 @dataclass

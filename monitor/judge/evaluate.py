@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from monitor.errors import InputError
+from monitor.errors import InputError, JudgeError
 from monitor.judge.base import LABELS, ClaimText, Judge, Label, PaperText
+from monitor.judge.grounding import ground
 
 _REQUIRED_TEXT = ("claim", "title", "abstract")
 
@@ -125,12 +126,61 @@ def as_three_way(predicted: Iterable[str]) -> list[str]:
 
 @dataclass
 class Prediction:
-    """The judge's answer for one pair."""
+    """The judge's answer for one pair, after evidence grounding; `error` when no valid answer came."""
 
     pair: Pair
     label: str
     confidence: float
     evidence: str
+    rationale: str = ""
+    grounded: bool = True
+    error: str | None = None
+    abstained: bool = False  # "related, stance unclear": the label is a guess the judge did not state
+
+    def as_record(self) -> dict[str, Any]:
+        """The pair as read, plus the judge's answer: a pairs-format line (`--predictions`)."""
+        pair = self.pair
+        return {
+            "claim": pair.claim,
+            "title": pair.title,
+            "abstract": pair.abstract,
+            **pair.extra,
+            "gold": pair.label,
+            "predicted": self.label,
+            "confidence": round(self.confidence, 4),
+            "rationale": self.rationale,
+            "evidence": self.evidence,
+            "grounded": self.grounded,
+            "abstained": self.abstained,
+            "error": self.error,
+        }
+
+
+@dataclass(frozen=True)
+class OperatingPoint:
+    """What a reader of the judge's output gets: labels it states, and the share it withholds.
+
+    Precision and recall of each stance count only stated labels: a pair the judge marked "related,
+    stance unclear" is neither right nor wrong there (it goes to review), but costs recall.
+    """
+
+    abstain_share: float
+    per_label: dict[str, ClassScore]
+
+
+def operating_point(predictions: list[Prediction]) -> OperatingPoint:
+    n = len(predictions)
+    per_label: dict[str, ClassScore] = {}
+    for label in LABELS:
+        stated = [p for p in predictions if p.label == label and not p.abstained]
+        support = sum(1 for p in predictions if p.pair.label == label)
+        right = sum(1 for p in stated if p.pair.label == label)
+        precision = right / len(stated) if stated else 0.0
+        recall = right / support if support else 0.0
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        per_label[label] = ClassScore(precision, recall, f1, support)
+    abstained = sum(1 for p in predictions if p.abstained)
+    return OperatingPoint(abstained / n if n else 0.0, per_label)
 
 
 @dataclass
@@ -157,8 +207,19 @@ class EvalReport:
             "accuracy": round(main.accuracy, 4),
             "per_class": _per_class_dict(main),
             "confusion": main.confusion,
+            "errors": sum(1 for p in self.predictions if p.error),
+            "ungrounded": sum(1 for p in self.predictions if not p.grounded and not p.error),
             "seconds": round(self.seconds, 2),
             "pairs_per_second": round(main.n / self.seconds, 2) if self.seconds > 0 else None,
+        }
+        point = operating_point(self.predictions)
+        out["operating_point"] = {
+            "abstain_share": round(point.abstain_share, 4),
+            "stated": {
+                label: {"precision": round(s.precision, 4), "recall": round(s.recall, 4)}
+                for label, s in point.per_label.items()
+                if s.support or any(p.label == label and not p.abstained for p in self.predictions)
+            },
         }
         if self.three_way is not None:
             out["macro_f1_3way"] = round(self.three_way.macro_f1, 4)
@@ -189,10 +250,7 @@ def evaluate(
     started = time.perf_counter()
     predictions: list[Prediction] = []
     for index, pair in enumerate(pairs):
-        paper = PaperText(arxiv_id=f"pair-{pair.line}", version=1, title=pair.title, abstract=pair.abstract)
-        claim = ClaimText(id=f"line-{pair.line}", text=pair.claim)
-        judgement = judge.judge(paper, [claim])[0]
-        predictions.append(Prediction(pair, judgement.label, judgement.confidence, judgement.evidence))
+        predictions.append(_predict(judge, pair))
         if on_progress is not None:
             on_progress(index + 1)
     seconds = time.perf_counter() - started
@@ -208,6 +266,33 @@ def evaluate(
         three_way=three_way,
         predictions=predictions,
         seconds=seconds,
+    )
+
+
+def _predict(judge: Judge, pair: Pair) -> Prediction:
+    """One pair as the pipeline would judge it: the claim's date shown, the quote grounded.
+
+    A pair with no valid answer (refusal, invalid twice) counts as UNRELATED with its error kept,
+    so one bad answer does not end the evaluation.
+    """
+    paper = PaperText(arxiv_id=f"pair-{pair.line}", version=1, title=pair.title, abstract=pair.abstract)
+    date_text = pair.extra.get("claim_date")
+    claim = ClaimText(id=f"line-{pair.line}", text=pair.claim, date_text=date_text or None)
+    try:
+        judgement = judge.judge(paper, [claim])[0]
+    except JudgeError as exc:
+        if getattr(exc, "fatal", False):
+            raise
+        return Prediction(pair, "UNRELATED", 0.0, "", grounded=False, error=str(exc))
+    grounding = ground(judgement, paper)
+    return Prediction(
+        pair,
+        judgement.label,
+        grounding.confidence,
+        judgement.evidence,
+        rationale=judgement.rationale,
+        grounded=grounding.grounded,
+        abstained=judgement.abstained,
     )
 
 
@@ -243,3 +328,13 @@ def print_report(console: Any, report: EvalReport) -> None:
     for gold in shown:
         confusion.add_row(gold, *(str(strict.confusion[gold][p]) for p in shown))
     console.print(confusion)
+
+    point = operating_point(report.predictions)
+    if point.abstain_share:
+        title = f"stated labels (abstains on {point.abstain_share:.1%} of pairs: stance unclear)"
+        stated = Table(title=title)
+        for column in ("label", "precision", "recall"):
+            stated.add_column(column, justify="left" if column == "label" else "right")
+        for label, s in point.per_label.items():
+            stated.add_row(label, f"{s.precision:.3f}", f"{s.recall:.3f}")
+        console.print(stated)

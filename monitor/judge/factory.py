@@ -18,7 +18,7 @@ def make_judge(settings: Settings, provider: str | None = None) -> Judge:
         return OpenAIJudge(settings.judge)
     if chosen == "local":
         # Imported only when asked for: the embedded model's dependencies are heavier.
-        from monitor.judge.local import LocalJudge
+        from monitor.judge.student import StudentJudge
 
-        return LocalJudge(settings)
+        return StudentJudge(settings)
     raise ConfigError(f"unknown judge provider {chosen!r}; choose one of {', '.join(PROVIDERS)}")

@@ -253,6 +253,7 @@ class AssessmentWriter:
                     rationale=judgement.rationale,
                     evidence=judgement.evidence,
                     grounded=grounding.grounded,
+                    abstained=judgement.abstained,
                     is_current=True,
                     exchange_id=judgement.exchange_id,
                     run_id=self.run_id,

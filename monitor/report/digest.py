@@ -191,6 +191,8 @@ def _day_range(period: Period) -> tuple[dt.datetime, dt.datetime]:
 
 def _claim_view(claim: Claim, now: Outcome, before: Outcome, period: Period, lines: list[str]) -> ClaimView:
     new = [EvidenceView(i, i in now.for_review) for i in now.counted if period.contains(i.appeared)]
+    # "Related, stance unclear" pairs of the period are shown for review; they move no verdict.
+    new += [EvidenceView(i, True) for i in now.unclear if period.contains(i.appeared)]
     new.sort(key=lambda v: (v.item.label != "OVERTURNS", v.item.label != "RELAXES", -v.item.confidence))
     recent = now.strongest_recent
     shown = {v.item for v in new} | ({recent} if recent else set())

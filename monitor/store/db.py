@@ -33,10 +33,17 @@ def _v2_candidate_screen(conn: Connection) -> None:
         conn.execute(text("ALTER TABLE candidates ADD COLUMN screen_exchange_id INTEGER"))
 
 
+def _v3_assessment_abstained(conn: Connection) -> None:
+    # The embedded judge may withhold a stance ("related, stance unclear"); older rows never did.
+    if "abstained" not in {c["name"] for c in inspect(conn).get_columns("assessments")}:
+        conn.execute(text("ALTER TABLE assessments ADD COLUMN abstained BOOLEAN NOT NULL DEFAULT FALSE"))
+
+
 # Append new migrations here; never edit or reorder one that has shipped.
 MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (1, _v1_create_all),
     (2, _v2_candidate_screen),
+    (3, _v3_assessment_abstained),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -266,6 +266,8 @@ class Assessment(Base):
     rationale: Mapped[str] = mapped_column(Text, default="")
     evidence: Mapped[str] = mapped_column(Text, default="")
     grounded: Mapped[bool] = mapped_column(Boolean, default=False)
+    # "Related, stance unclear": the embedded judge withheld its stance (kept for review, never counted).
+    abstained: Mapped[bool] = mapped_column(Boolean, default=False)
     is_current: Mapped[bool] = mapped_column(Boolean, default=True)
     exchange_id: Mapped[int | None] = mapped_column(ForeignKey("llm_exchanges.id"))
     run_id: Mapped[int | None] = mapped_column(Integer)

@@ -127,6 +127,7 @@ def load_evidence(
             Assessment.label,
             Assessment.confidence,
             Assessment.grounded,
+            Assessment.abstained,
             Assessment.judge,
             Assessment.model,
             Assessment.evidence,
@@ -159,6 +160,7 @@ def load_evidence(
             label,
             confidence,
             grounded,
+            abstained,
             judge,
             model,
             evidence,
@@ -184,6 +186,7 @@ def load_evidence(
                 label=label,
                 confidence=confidence,
                 grounded=grounded,
+                abstained=bool(abstained),
                 judge=judge,
                 model=model,
                 evidence=evidence or "",
@@ -218,7 +221,7 @@ def summarise(outcome: Outcome) -> str:
         for m in outcome.movers[:3]
     )
     more = f" and {len(outcome.movers) - 3} more" if len(outcome.movers) > 3 else ""
-    review = f"; {len(outcome.for_review)} local OVERTURNS for review" if outcome.for_review else ""
+    review = f"; {len(outcome.for_review)} local labels for review" if outcome.for_review else ""
     return f"{shown}{more}{review}"
 
 

@@ -4,7 +4,8 @@ Nothing here touches the store; `rollup.py` loads the evidence and keeps the his
 order (docs/verdicts.md explains them for users):
 
 1. Evidence counts only if its paper is newer than the claim (`evidence_cutoff`), was published on or
-   before `as_of`, is not UNRELATED, and has confidence >= min_confidence.
+   before `as_of`, is not UNRELATED, has confidence >= min_confidence, and states a stance: a pair the
+   embedded judge marked "related, stance unclear" (abstained) is for review and counts for nothing.
 2. OVERTURNED: a *grounded* OVERTURNS at or above the judge's threshold (the local judge has its own,
    stricter, calibrated threshold).
 3. PERISHABLE: any RELAXES, or an OVERTURNS that did not clear rule 2 (ungrounded or not confident enough).
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import calendar
 import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 DURABLE = "DURABLE"
 PERISHABLE = "PERISHABLE"
@@ -46,6 +47,7 @@ class EvidenceItem:
     model: str = ""
     evidence: str = ""
     rationale: str = ""
+    abstained: bool = False  # "related, stance unclear": for review, never counted
 
     @property
     def local(self) -> bool:
@@ -95,6 +97,7 @@ class Outcome:
     status: str
     movers: list[EvidenceItem] = field(default_factory=list)  # the papers that put it in this status
     for_review: list[EvidenceItem] = field(default_factory=list)  # local OVERTURNS below its threshold
+    unclear: list[EvidenceItem] = field(default_factory=list)  # "related, stance unclear", in the window
     strongest_recent: EvidenceItem | None = None  # strongest RELAXES/OVERTURNS of the recent window
     counted: list[EvidenceItem] = field(default_factory=list)  # every item that passed rule 1
     last_changed: dt.date | None = None  # when the status last moved (None: never left UNTESTED)
@@ -122,7 +125,7 @@ def evidence_cutoff(date: ClaimDate) -> dt.date | None:
 
 def counts(item: EvidenceItem, cutoff: dt.date | None, as_of: dt.date | None, th: Thresholds) -> bool:
     """Rule 1: whether one assessment bears on the claim's verdict at all."""
-    if item.label not in ("SUPPORTS", "RELAXES", "OVERTURNS"):
+    if item.label not in ("SUPPORTS", "RELAXES", "OVERTURNS") or item.abstained:
         return False
     if item.confidence < th.min_confidence:
         return False
@@ -163,10 +166,12 @@ def decide(
     counted = [i for i in items if counts(i, cutoff, as_of, th)]
     status, movers = classify(counted, th)
     for_review = [i for i in counted if i.label == "OVERTURNS" and i.local and not overturns(i, th)]
+    unclear = [i for i in items if i.abstained and counts(replace(i, abstained=False), cutoff, as_of, th)]
     return Outcome(
         status=status,
         movers=movers,
         for_review=_strongest_first(for_review),
+        unclear=_strongest_first(unclear),
         strongest_recent=_strongest_recent(counted, th, as_of),
         counted=counted,
         last_changed=_last_changed(counted, th),

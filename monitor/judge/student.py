@@ -1,0 +1,285 @@
+"""The embedded judge: a small cross-encoder distilled from an LLM teacher. No network, no key.
+
+A cross-encoder reads the claim and the paper together, so it can tell a paper that bears on the
+claim from one that merely shares its topic, which similarity features cannot. The model is the
+first layers of all-MiniLM-L6-v2 with a four-way head, fine-tuned on the teacher set
+(`training/teacher/`, labels by an LLM reading the project's own judge requests) and SciFact train
+(`training/train_student.py`), exported to ONNX and quantised to int8, so it runs on onnxruntime
+without PyTorch.
+
+What the model reads: the claim, then the title and the abstract sentences that share the most
+(IDF-weighted, stemmed) words with the claim, in their original order, up to `max_tokens`. Its
+probabilities are calibrated per label on a slice of the teacher set it was not trained on. It
+states a stance only where that slice measured precision >= `target_precision` at that confidence;
+below, the pair is "related, stance unclear" (`Judgement.abstained`): kept for review, counted
+toward no verdict.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from monitor.errors import ConfigError
+from monitor.judge.base import LABELS, ClaimText, Judge, Judgement, Label, PaperText, Recorder
+from monitor.judge.sentences import Sentence, split_sentences
+
+MODEL_DIR = "student"
+_CLS, _SEP = "[CLS]", "[SEP]"
+# Words that often carry a stance; named in rationales so a reader sees what the sentence turns on.
+_CUES = re.compile(
+    r"\b(?:not|no|fails?|failed|cannot|however|but|only|despite|although|unlike|contrary|"
+    r"mitigat\w*|alleviat\w*|overcom\w*|reduc\w*|improv\w*|outperform\w*|degrad\w*|harm\w*|"
+    r"collaps\w*|consistent\w*|confirm\w*|match\w*|limited|without|whereas|surpass\w*)\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class StudentConfig:
+    """What `student.json` holds: how inputs are built and how outputs are calibrated and decided."""
+
+    labels: tuple[str, ...]
+    max_tokens: int
+    claim_tokens: int
+    temperature: float
+    bias: tuple[float, ...]  # per-label offsets added to the scaled logits (vector-scaling calibration)
+    thresholds: dict[str, float]  # per stance label: the confidence from which it is stated
+    target_precision: float
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> StudentConfig:
+        return cls(
+            labels=tuple(data["labels"]),
+            max_tokens=int(data["max_tokens"]),
+            claim_tokens=int(data["claim_tokens"]),
+            temperature=float(data["temperature"]),
+            bias=tuple(float(b) for b in data["bias"]),
+            thresholds={k: float(v) for k, v in data["thresholds"].items()},
+            target_precision=float(data["target_precision"]),
+            info=dict(data.get("info", {})),
+        )
+
+    def probabilities(self, logits: np.ndarray) -> np.ndarray:
+        z = np.atleast_2d(logits) / self.temperature + np.asarray(self.bias)
+        z -= z.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        return e / e.sum(axis=1, keepdims=True)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The label a probability row gives, its confidence, and whether the stance is withheld."""
+
+    label: Label
+    confidence: float
+    abstained: bool
+
+
+def decide(probs: np.ndarray, config: StudentConfig) -> Decision:
+    """State the most likely stance where its calibrated precision is high enough; else abstain.
+
+    "Related" is 1 - P(UNRELATED): a pair more likely related than not, with no stance confident
+    enough to state, is "related, stance unclear"; otherwise it is UNRELATED.
+    """
+    labels = config.labels
+    unrelated = labels.index("UNRELATED")
+    stance = max((i for i in range(len(labels)) if i != unrelated), key=lambda i: probs[i])
+    label = labels[stance]
+    if probs[stance] >= config.thresholds.get(label, 2.0) and probs[stance] >= probs[unrelated]:
+        return Decision(_as_label(label), float(probs[stance]), False)
+    if 1.0 - probs[unrelated] >= 0.5:
+        return Decision(_as_label(label), float(probs[stance]), True)
+    return Decision("UNRELATED", float(probs[unrelated]), False)
+
+
+def _as_label(value: str) -> Label:
+    if value not in LABELS:
+        raise ValueError(f"unknown label {value!r}")
+    return value  # type: ignore[return-value]
+
+
+class PairEncoder:
+    """Turns (claim, title, abstract) into the token ids the model reads; shared with training."""
+
+    def __init__(self, tokenizer_path: Path, max_tokens: int, claim_tokens: int) -> None:
+        from tokenizers import Tokenizer
+
+        from monitor.relevance.bm25 import load_lexicon
+
+        self.tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        self.tokenizer.no_truncation()
+        self.tokenizer.no_padding()
+        self.max_tokens = max_tokens
+        self.claim_tokens = claim_tokens
+        self.lexicon = load_lexicon()
+        self.cls_id = self.tokenizer.token_to_id(_CLS)
+        self.sep_id = self.tokenizer.token_to_id(_SEP)
+
+    def _ids(self, texts: Sequence[str]) -> list[list[int]]:
+        return [e.ids for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False)]
+
+    def overlap(self, claim: str, sentences: Sequence[str]) -> list[tuple[float, list[str]]]:
+        """Each sentence's IDF-weighted share of stemmed words with the claim, and the words shared."""
+        from monitor.relevance.bm25 import tokenize
+
+        tokens = tokenize([claim, *sentences])
+        claim_words = set(tokens[0])
+        out = []
+        for words in tokens[1:]:
+            shared = sorted(claim_words & set(words), key=lambda w: -self.lexicon.idf(w))
+            out.append((sum(self.lexicon.idf(w) for w in shared), shared))
+        return out
+
+    def encode(
+        self, claim: str, title: str, sentences: Sequence[Sentence]
+    ) -> tuple[list[int], list[int], int]:
+        """(input ids, token type ids, index of the best-overlapping sentence or -1)."""
+        texts = [s.text for s in sentences]
+        claim_ids, title_ids, *sentence_ids = self._ids([claim, title or " ", *texts])
+        claim_ids = claim_ids[: self.claim_tokens]
+        budget = self.max_tokens - len(claim_ids) - 3 - len(title_ids)
+        scores = [score for score, _ in self.overlap(claim, texts)] if texts else []
+        # Best-overlapping sentences first (earlier first on ties), then shown in the abstract's order.
+        order = sorted(range(len(texts)), key=lambda i: (-scores[i], i))
+        chosen: list[int] = []
+        for index in order:
+            if not chosen and len(sentence_ids[index]) > budget:
+                # The best sentence always shows, cut to the budget when it is too long.
+                sentence_ids[index] = sentence_ids[index][: max(0, budget)]
+            if len(sentence_ids[index]) <= budget:
+                chosen.append(index)
+                budget -= len(sentence_ids[index])
+        paper_ids = list(title_ids)
+        for index in sorted(chosen):
+            paper_ids.extend(sentence_ids[index])
+        paper_ids = paper_ids[: self.max_tokens - len(claim_ids) - 3]
+        ids = [self.cls_id, *claim_ids, self.sep_id, *paper_ids, self.sep_id]
+        types = [0] * (len(claim_ids) + 2) + [1] * (len(paper_ids) + 1)
+        return ids, types, (order[0] if texts else -1)
+
+
+def pad_batch(rows: Sequence[tuple[list[int], list[int]]]) -> dict[str, np.ndarray]:
+    """Right-padded int64 arrays for the ONNX model."""
+    width = max(len(ids) for ids, _ in rows)
+    ids = np.zeros((len(rows), width), dtype=np.int64)
+    types = np.zeros_like(ids)
+    mask = np.zeros_like(ids)
+    for row, (i, t) in enumerate(rows):
+        ids[row, : len(i)] = i
+        types[row, : len(t)] = t
+        mask[row, : len(i)] = 1
+    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+
+
+def _shipped_dir() -> Path:
+    return Path(str(resources.files("monitor").joinpath("data", MODEL_DIR)))
+
+
+def load_config(directory: Path | None = None) -> tuple[StudentConfig, Path, str]:
+    """The config, the ONNX file, and a short hash of both (part of the judge's cache key)."""
+    directory = directory or _shipped_dir()
+    model_path = directory / "model.onnx"
+    try:
+        raw = (directory / "student.json").read_bytes()
+        config = StudentConfig.from_dict(json.loads(raw))
+        digest = hashlib.sha256(raw + model_path.read_bytes()).hexdigest()[:10]
+    except (OSError, ValueError, KeyError) as exc:
+        raise ConfigError(
+            f"{directory}: embedded judge model unreadable ({exc}); rebuild it with training/train_student.py"
+        ) from None
+    return config, model_path, digest
+
+
+class StudentJudge(Judge):
+    """The distilled cross-encoder; deterministic and offline."""
+
+    name = "local"
+    prompt_version = "student-v1"
+    # All of a paper's claims in one call, run as one batch.
+    claims_per_call = 64
+
+    def __init__(self, settings: object | None = None, *, directory: Path | None = None) -> None:
+        del settings  # the embedded model has nothing to configure
+        import onnxruntime as ort
+
+        from monitor.embeddings import model_files
+
+        self.config, model_path, digest = load_config(directory)
+        self.model = f"minilm-student-int8-{digest}"
+        self.encoder = PairEncoder(model_files()[1], self.config.max_tokens, self.config.claim_tokens)
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        self.session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+
+    def probabilities(self, paper: PaperText, claims: Sequence[ClaimText]) -> tuple[np.ndarray, list[int]]:
+        """Calibrated probabilities (claims x labels) and each claim's best-overlapping sentence."""
+        sentences = split_sentences(paper.abstract)
+        encoded = [self.encoder.encode(c.text, paper.title, sentences) for c in claims]
+        # One pair a run: int8 dynamic quantisation scales activations over the whole batch, so a
+        # batched pair's answer would depend on its neighbours (and unpadded runs waste nothing).
+        logits = np.concatenate(
+            [self.session.run(["logits"], pad_batch([(ids, types)]))[0] for ids, types, _ in encoded]
+        )
+        return self.config.probabilities(logits), [best for _, _, best in encoded]
+
+    def judge(
+        self, paper: PaperText, claims: list[ClaimText], recorder: Recorder | None = None
+    ) -> list[Judgement]:
+        if not claims:
+            return []
+        sentences = split_sentences(paper.abstract)
+        probs, best = self.probabilities(paper, claims)
+        out = []
+        for claim, row, index in zip(claims, probs, best, strict=True):
+            decision = decide(row, self.config)
+            sentence = sentences[index].text if index >= 0 else ""
+            evidence = sentence if decision.label != "UNRELATED" else ""
+            out.append(
+                Judgement(
+                    claim_id=claim.id,
+                    label=decision.label,
+                    confidence=round(decision.confidence, 4),
+                    rationale=self.rationale(claim.text, sentences, index, row, decision),
+                    evidence=evidence,
+                    abstained=decision.abstained,
+                )
+            )
+        return out
+
+    def rationale(
+        self, claim: str, sentences: Sequence[Sentence], index: int, probs: np.ndarray, decision: Decision
+    ) -> str:
+        """Which sentence the call rests on, the words it shares with the claim, and its stance cues."""
+        labels = self.config.labels
+        related = 1.0 - float(probs[labels.index("UNRELATED")])
+        if index < 0:
+            where = "The abstract has no sentence to compare"
+        else:
+            _, shared = self.encoder.overlap(claim, [sentences[index].text])[0]
+            cues = sorted({m.group(0).lower() for m in _CUES.finditer(sentences[index].text)})
+            where = f"Sentence {index + 1} of {len(sentences)} is closest to the claim"
+            where += f" (shares: {', '.join(shared[:5])})" if shared else " (shares no key word)"
+            if cues and decision.label != "UNRELATED":
+                where += f"; stance cues in it: {', '.join(cues[:5])}"
+        verb = {"SUPPORTS": "supporting", "RELAXES": "relaxing", "OVERTURNS": "contradicting"}
+        if decision.label == "UNRELATED":
+            return f"{where}. The model finds no bearing on the claim (P(related) {related:.2f})."
+        threshold = self.config.thresholds.get(decision.label, 1.0)
+        if decision.abstained:
+            return (
+                f"{where}. Related, stance unclear: leans {verb[decision.label]} the claim at "
+                f"{decision.confidence:.2f}, below the {threshold:.2f} where that label is precise enough "
+                "to state; for review."
+            )
+        reading = f"The model reads the paper as {verb[decision.label]} the claim"
+        return f"{where}. {reading} ({decision.confidence:.2f})."

