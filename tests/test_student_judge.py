@@ -124,15 +124,22 @@ def test_judging_is_deterministic_and_independent_of_batching(judge: StudentJudg
 
 
 def test_no_prior_on_claim_length(judge: StudentJudge) -> None:
-    # A dated claim of the seeds' length (20+ words) about the paper's finding is not pushed to UNRELATED.
-    long_claim = ClaimText(
+    # Two dated claims of the seeds' length (20+ words): length does not decide, the content does.
+    on_topic = ClaimText(
         "c3",
         "RL converges on single-peak reward optima, causing entropy collapse and parameter sparsity "
         "(only 5-30% of weights update in consistent subnetworks)",
         "~2025",
     )
-    (judgement,) = judge.judge(PAPER, [long_claim])
-    assert judgement.label != "UNRELATED"
+    off_topic = ClaimText(
+        "c4",
+        "Retrieval-augmented generation over financial filings improves answer quality when a "
+        "cross-encoder reranker is added to hybrid search over 10-K reports",
+        "~2025",
+    )
+    probs, _ = judge.probabilities(PAPER, [on_topic, off_topic])
+    related = 1.0 - probs[:, judge.config.labels.index("UNRELATED")]
+    assert related[0] > 10 * related[1]
 
 
 def test_a_missing_model_is_a_clear_error(tmp_path) -> None:

@@ -192,18 +192,24 @@ def fit_calibration(logits: np.ndarray, gold: np.ndarray) -> tuple[float, np.nda
     return float(log_t.exp()), bias.detach().numpy()
 
 
-def thresholds_at(probs: np.ndarray, gold: np.ndarray, target: float, min_count: int = 8) -> dict[str, float]:
+def thresholds_at(
+    probs: np.ndarray, gold: np.ndarray, target: float, min_count: int = 8
+) -> dict[str, float | None]:
     """Per stance label, the lowest confidence from which the stated label reaches `target` precision.
 
     Among calibration pairs whose top stance is L, sorted by P(L): the smallest cut c such that every
     cut at or above c (with at least `min_count` pairs over it) keeps precision >= target. A label that
-    never reaches it gets 1.01: never stated, always for review.
+    never reaches it gets 1.01: never stated, always for review. None: fewer than `min_count` pairs
+    lean to the label, so the slice cannot tell.
     """
-    out: dict[str, float] = {}
+    out: dict[str, float | None] = {}
     for li, label in enumerate(LABELS[:3]):
         stance = probs[:, :3].argmax(axis=1) == li
         conf = probs[stance, li]
         right = gold[stance] == li
+        if len(conf) < min_count:
+            out[label] = None
+            continue
         order = np.argsort(-conf)
         conf, right = conf[order], right[order]
         cut = 1.01
@@ -262,6 +268,9 @@ def main() -> None:
     parser.add_argument("--easy-keep", type=float, default=0.4, help="Share of easy UNRELATED pairs kept.")
     parser.add_argument("--weight-power", type=float, default=0.75, help="Class weight: (1/frequency)^power.")
     parser.add_argument("--limit", type=int, help="Only this many training pairs (a smoke run).")
+    parser.add_argument(
+        "--calibrate-only", action="store_true", help="Keep --out's model.onnx; redo calibration and scores."
+    )
     args = parser.parse_args()
     started = time.perf_counter()
     random.seed(args.seed)
@@ -284,6 +293,10 @@ def main() -> None:
     if args.limit:
         train_rows = random.Random(args.seed).sample(train_rows, min(args.limit, len(train_rows)))
     encoder = PairEncoder(model_files()[1], args.max_tokens, args.claim_tokens)
+    if args.calibrate_only:
+        previous = json.loads((args.out / "student.json").read_text(encoding="utf-8"))
+        calibrate(args, split, encoder, previous["info"].get("training", {}))
+        return
     train_enc = encode_all(encoder, train_rows)
     gold = np.array([LABELS.index(r["label"]) for r in train_rows])
     counts = np.bincount(gold, minlength=len(LABELS)).astype(float)
@@ -346,43 +359,72 @@ def main() -> None:
             total += float(loss.detach()) * len(group)
         print(f"epoch {epoch + 1}: loss {total / len(train_enc):.4f} ({time.perf_counter() - started:.0f} s)")
 
-    calib_logits = logits_of(model, encode_all(encoder, split["calib"]))
+    args.out.mkdir(parents=True, exist_ok=True)
+    export(model, args.out / "model.onnx", encode_all(encoder, split["calib"][:64]))
+    training = {
+        "teacher_train": len(split["train"]),
+        "pairs_trained_on": len(train_rows),
+        "scifact_train": sum(1 for r in train_rows if "split" not in r),
+        "teacher_sha256": hashlib.sha256(args.teacher.read_bytes()).hexdigest()[:16],
+        "settings": {k: str(v) for k, v in vars(args).items()},
+        "train_seconds": round(time.perf_counter() - started),
+    }
+    calibrate(args, split, encoder, training)
+    print(f"wrote {args.out} in {time.perf_counter() - started:.0f} s")
+
+
+def onnx_logits(path: Path, encoded: list[tuple[list[int], list[int]]]) -> np.ndarray:
+    """Logits of the shipped int8 model, one pair a run as the judge runs it."""
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    rows = [session.run(["logits"], pad_batch([pair]))[0][0] for pair in encoded]
+    return np.array(rows) if rows else np.zeros((0, len(LABELS)), np.float32)
+
+
+def calibrate(
+    args: argparse.Namespace, split: dict[str, list[dict]], encoder: PairEncoder, training: dict
+) -> None:
+    """Calibration, thresholds and scores of the exported int8 model; writes student.json.
+
+    Thresholds must hold where the judge works: on real claims against relevance-ranked papers
+    (`natural`: the calibration pairs of the seeds' and the other dated claims), not only on the
+    claim variants written from each paper, which are easier. A stance's threshold is the stricter of
+    the two slices' where the natural slice has enough pairs leaning to it.
+    """
+    model_path = args.out / "model.onnx"
+    calib_logits = onnx_logits(model_path, encode_all(encoder, split["calib"]))
     calib_gold = np.array([LABELS.index(r["label"]) for r in split["calib"]])
     temperature, bias = fit_calibration(calib_logits, calib_gold)
     provisional = StudentConfig(LABELS, args.max_tokens, args.claim_tokens, temperature, tuple(bias), {}, 0.7)
-    thresholds = thresholds_at(provisional.probabilities(calib_logits), calib_gold, args.target_precision)
+    probs = provisional.probabilities(calib_logits)
+    natural = np.array([not r["source"].startswith("variant") for r in split["calib"]])
+    every = thresholds_at(probs, calib_gold, args.target_precision)
+    real = thresholds_at(probs[natural], calib_gold[natural], args.target_precision)
+    thresholds = {
+        label: max(every[label] or 1.01, real[label] if real[label] is not None else 0.0) for label in every
+    }
     config = StudentConfig(
         LABELS, args.max_tokens, args.claim_tokens, temperature, tuple(float(b) for b in bias),
         thresholds, args.target_precision,
     )  # fmt: skip
-    test_logits = logits_of(model, encode_all(encoder, split["test"]))
+    test_logits = onnx_logits(model_path, encode_all(encoder, split["test"]))
     test_gold = np.array([LABELS.index(r["label"]) for r in split["test"]])
-    results = {
+    test_natural = np.array([not r["source"].startswith("variant") for r in split["test"]])
+    test_probs = config.probabilities(test_logits)
+    scores = {
         "calib": operating_point(config.probabilities(calib_logits), calib_gold, config),
-        "test": operating_point(config.probabilities(test_logits), test_gold, config),
+        "test": operating_point(test_probs, test_gold, config),
+        "test_natural": operating_point(test_probs[test_natural], test_gold[test_natural], config),
     }
-    print(json.dumps({"thresholds": thresholds, "temperature": temperature, **results}, indent=1))
-
-    args.out.mkdir(parents=True, exist_ok=True)
-    export(model, args.out / "model.onnx", encode_all(encoder, split["calib"][:64]))
-    info = {
-        "trained_on": {
-            "teacher_train": len(split["train"]),
-            "scifact_train": len(train_rows) - len(split["train"]),
-            "calibrated_on": len(split["calib"]),
-            "teacher_sha256": hashlib.sha256(args.teacher.read_bytes()).hexdigest()[:16],
-        },
-        "settings": {k: str(v) for k, v in vars(args).items()},
-        "scores": results,
-        "train_seconds": round(time.perf_counter() - started),
-    }
+    print(json.dumps({"thresholds": thresholds, "all": every, "natural": real, **scores}, indent=1))
     data = {
         "labels": list(LABELS), "max_tokens": args.max_tokens, "claim_tokens": args.claim_tokens,
         "temperature": round(temperature, 6), "bias": [round(float(b), 6) for b in bias],
-        "thresholds": thresholds, "target_precision": args.target_precision, "info": info,
+        "thresholds": thresholds, "target_precision": args.target_precision,
+        "info": {"training": training, "calibrated_on": len(split["calib"]), "scores": scores},
     }  # fmt: skip
     (args.out / "student.json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {args.out} in {time.perf_counter() - started:.0f} s")
 
 
 def export(model: CrossEncoder, path: Path, sample: list[tuple[list[int], list[int]]]) -> None:
