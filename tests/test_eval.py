@@ -172,7 +172,7 @@ def test_eval_cli_bad_file_exits_with_one_line(tmp_path: Path) -> None:
 
 
 def test_openai_eval_counts_a_bad_answer_and_goes_on_and_writes_predictions(tmp_path: Path) -> None:
-    """Against a real HTTP server: the claim's date reaches the prompt, a refusal is one error, not the end."""
+    """A real HTTP server: the claim's date reaches the prompt; a refusal is one error, not the end."""
     from llm_server import Reply, ScriptedLLM, answer, completion
 
     pairs = [{**SMALL_PAIRS[0], "claim_date": "~2024"}, SMALL_PAIRS[1], SMALL_PAIRS[2]]
@@ -182,9 +182,10 @@ def test_openai_eval_counts_a_bad_answer_and_goes_on_and_writes_predictions(tmp_
             user = next(m["content"] for m in request["messages"] if m["role"] == "user")
             if "Graph neural networks" in user:
                 return Reply(body=completion("I cannot help with that.", refusal="I cannot help with that."))
-            quote = "Daily aspirin reduced the risk of colorectal cancer by 24%"
             if "Vitamin D" in user:
-                return Reply(body=completion(answer(request, "OVERTURNS", "did not reduce the risk of fractures")))
+                quote = "did not reduce the risk of fractures"
+                return Reply(body=completion(answer(request, "OVERTURNS", quote)))
+            quote = "Daily aspirin reduced the risk of colorectal cancer by 24%"
             return Reply(body=completion(answer(request, "SUPPORTS", quote)))
 
         llm.default = respond

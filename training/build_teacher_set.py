@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
-import json
 import os
 import socket
 import subprocess
@@ -27,14 +26,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from jsonl import read_jsonl, write_jsonl
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 RELAY = SHARED / "tools" / "llm_relay.py"
 TEACHER_MODEL = "claude (build-time helper agents)"
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def split_of(arxiv_id: str) -> str:
@@ -54,7 +51,7 @@ def relay_server(answers: list[dict]) -> Iterator[dict[str, str]]:
     """`llm_relay.py replay` answering from `answers`; yields the environment that points the judge at it."""
     with tempfile.TemporaryDirectory() as tmp:
         answers_file = Path(tmp) / "answers.jsonl"
-        answers_file.write_text("".join(json.dumps(a) + "\n" for a in answers), encoding="utf-8")
+        write_jsonl(answers_file, answers)
         port = free_port()
         relay = subprocess.Popen(
             [
@@ -128,8 +125,7 @@ def main() -> None:
             split=split_of(p["arxiv_id"]),
         )
         rows.append(out)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    write_jsonl(args.out, rows)
     print(f"{len(rows)} teacher pairs -> {args.out}")
 
 

@@ -28,6 +28,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from jsonl import write_jsonl
 from sqlalchemy import select
 
 from monitor.claims.importer import import_claims
@@ -152,8 +153,7 @@ def main() -> None:
                 }
             )
     rng.shuffle(rows)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    write_jsonl(args.out, rows)
     print(f"{len(rows)} pairs, {len(claims)} claims -> {args.out}")
 
 

@@ -17,15 +17,13 @@ import json
 import re
 from pathlib import Path
 
+from jsonl import read_jsonl
+
 from monitor.judge.base import Judgement, PaperText
 from monitor.judge.grounding import ground
 from monitor.judge.schema import InvalidAnswer, parse_answer
 
 _TAG = re.compile(r"<(title|abstract)>(.*?)</\1>", re.DOTALL)
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def split(requests: Path, outdir: Path, size: int) -> None:

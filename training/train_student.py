@@ -35,6 +35,8 @@ from torch import nn
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from jsonl import read_jsonl  # noqa: E402
+
 from monitor.embeddings import model_files  # noqa: E402
 from monitor.judge.evaluate import score  # noqa: E402
 from monitor.judge.sentences import split_sentences  # noqa: E402
@@ -139,10 +141,6 @@ def load_pretrained(model: CrossEncoder) -> None:
 
 
 # --- data -----------------------------------------------------------------------------------------
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def encode_all(encoder: PairEncoder, rows: list[dict]) -> list[tuple[list[int], list[int]]]:
