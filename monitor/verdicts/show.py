@@ -56,6 +56,8 @@ class ClaimDetail:
 def _why_not(item: EvidenceItem, cutoff: dt.date | None, th: Thresholds) -> str:
     if item.label == "UNRELATED":
         return "unrelated"
+    if item.abstained:
+        return "related, stance unclear: for review"
     if item.confidence < th.min_confidence:
         return f"below min_confidence {th.min_confidence}"
     if cutoff is not None and (item.published is None or item.published <= cutoff):
