@@ -32,9 +32,7 @@ from draw_pairs import seed_claims  # noqa: E402
 from monitor.config import RelevanceSettings  # noqa: E402
 from monitor.judge.base import ClaimText, PaperText  # noqa: E402
 from monitor.judge.student import StudentJudge  # noqa: E402
-from monitor.relevance.bm25 import tokenize  # noqa: E402
-from monitor.relevance.scoring import RelevanceScorer  # noqa: E402
-from monitor.relevance.text import paper_text  # noqa: E402
+from monitor.relevance.scoring import PaperDoc, RelevanceScorer  # noqa: E402
 
 SHARED = REPO.parent / "shared"
 
@@ -71,8 +69,8 @@ def main() -> None:
     wanted = [(c, a) for c, a in positives(set(by_text)) if a in index]
 
     scorer = RelevanceScorer(RelevanceSettings(method="bm25"), claims)
-    scores = scorer._bm25.score(
-        scorer._query_tokens, tokenize([paper_text(p["title"], p["abstract"]) for p in papers])
+    scores = scorer.score(
+        [PaperDoc(i, p["arxiv_id"], 1, p["title"], p["abstract"]) for i, p in enumerate(papers)]
     )
     n = len(papers)
     wide_k, budget_k = int(args.wide * n), int(args.budget * n)

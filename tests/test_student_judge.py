@@ -76,13 +76,14 @@ def test_an_unrelated_pair_is_unrelated_not_unclear() -> None:
 def test_the_encoder_keeps_the_claim_and_the_sentences_that_share_its_words() -> None:
     encoder = PairEncoder(model_files()[1], max_tokens=60, claim_tokens=20)
     sentences = split_sentences(ABSTRACT)
-    ids, types, best = encoder.encode(CLAIM.text, PAPER.title, sentences)
+    ids, types, best, shared = encoder.encode(CLAIM.text, PAPER.title, sentences)
     assert len(ids) <= 60 and len(ids) == len(types)
     assert ids[0] == encoder.cls_id and ids[-1] == encoder.sep_id
     # The claim is segment 0, the paper segment 1.
     first_sep = ids.index(encoder.sep_id)
     assert set(types[: first_sep + 1]) == {0} and set(types[first_sep + 1 :]) == {1}
     assert "5%" in sentences[best].text  # the sentence with the claim's words, not the first one
+    assert {"paramet", "rl"} <= set(shared)  # the stemmed words it shares, named in the rationale
     shown = encoder.tokenizer.decode(ids[first_sep + 1 :])
     assert "subnetwork" in shown and "increasingly trained" not in shown  # 60 tokens: the best sentence won
 

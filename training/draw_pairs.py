@@ -34,7 +34,7 @@ from sqlalchemy import select
 from monitor.claims.importer import import_claims
 from monitor.config import RelevanceSettings, Settings
 from monitor.relevance.bm25 import tokenize
-from monitor.relevance.scoring import RelevanceScorer
+from monitor.relevance.scoring import PaperDoc, RelevanceScorer
 from monitor.relevance.select import load_claim_queries
 from monitor.relevance.text import ClaimQuery, paper_text
 from monitor.store import open_store
@@ -127,7 +127,8 @@ def main() -> None:
             )
 
     scorer = RelevanceScorer(RelevanceSettings(method="bm25"), [c[1] for c in claims])
-    scores = scorer._bm25.score(scorer._query_tokens, tokens)  # (claims, papers)
+    docs = [PaperDoc(i, p["arxiv_id"], 1, p["title"], p["abstract"]) for i, p in enumerate(papers)]
+    scores = scorer.score(docs, tokens=tokens)  # (claims, papers)
     rows: list[dict] = []
     for row, (source, query, date_text, source_paper, plan) in enumerate(claims):
         ranking = np.argsort(-scores[row], kind="stable")

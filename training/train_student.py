@@ -38,7 +38,7 @@ sys.path.insert(0, str(REPO))
 from jsonl import read_jsonl  # noqa: E402
 
 from monitor.embeddings import model_files  # noqa: E402
-from monitor.judge.evaluate import score  # noqa: E402
+from monitor.judge.evaluate import Pair, Prediction, operating_point, score  # noqa: E402
 from monitor.judge.sentences import split_sentences  # noqa: E402
 from monitor.judge.student import PairEncoder, StudentConfig, decide, pad_batch  # noqa: E402
 
@@ -146,8 +146,8 @@ def load_pretrained(model: CrossEncoder) -> None:
 def encode_all(encoder: PairEncoder, rows: list[dict]) -> list[tuple[list[int], list[int]]]:
     out = []
     for r in rows:
-        ids, types, _ = encoder.encode(r["claim"], r["title"], split_sentences(r["abstract"]))
-        out.append((ids, types))
+        pair = encoder.encode(r["claim"], r["title"], split_sentences(r["abstract"]))
+        out.append((pair.ids, pair.types))
     return out
 
 
@@ -222,27 +222,30 @@ def thresholds_at(
     return out
 
 
-def operating_point(probs: np.ndarray, gold: np.ndarray, config: StudentConfig) -> dict:
-    decisions = [decide(row, config) for row in probs]
-    predicted = [d.label for d in decisions]
-    gold_labels = [LABELS[g] for g in gold]
-    argmax = score(gold_labels, predicted)
-    stated = [(g, d.label) for g, d in zip(gold_labels, decisions, strict=True) if not d.abstained]
-    per_label = {}
-    for label in LABELS[:3]:
-        said = [g for g, p in stated if p == label]
-        support = sum(1 for g in gold_labels if g == label)
-        per_label[label] = {
-            "precision": round(sum(g == label for g in said) / len(said), 3) if said else None,
-            "recall": round(sum(g == label for g in said) / support, 3) if support else None,
-            "stated": len(said),
-            "support": support,
+def scores_at(probs: np.ndarray, gold: np.ndarray, config: StudentConfig) -> dict:
+    """Macro-F1 of the best guesses and the operating point, as `monitor eval` computes them."""
+    predictions = []
+    for index, (row, g) in enumerate(zip(probs, gold, strict=True)):
+        d = decide(row, config)
+        pair = Pair("", "", "", LABELS[g], index)  # type: ignore[arg-type]
+        predictions.append(Prediction(pair, d.label, d.confidence, "", abstained=d.abstained))
+    point = operating_point(predictions)
+    stated = {
+        label: {
+            "precision": round(s.precision, 3),
+            "recall": round(s.recall, 3),
+            "stated": sum(1 for p in predictions if p.label == label and not p.abstained),
+            "support": s.support,
         }
+        for label, s in point.per_label.items()
+        if label != "UNRELATED"
+    }
+    macro = score([LABELS[g] for g in gold], [p.label for p in predictions]).macro_f1
     return {
         "n": len(gold),
-        "macro_f1": round(argmax.macro_f1, 4),
-        "abstain_share": round(sum(d.abstained for d in decisions) / max(1, len(decisions)), 4),
-        "stated": per_label,
+        "macro_f1": round(macro, 4),
+        "abstain_share": round(point.abstain_share, 4),
+        "stated": stated,
     }
 
 
@@ -411,9 +414,9 @@ def calibrate(
     test_natural = np.array([not r["source"].startswith("variant") for r in split["test"]])
     test_probs = config.probabilities(test_logits)
     scores = {
-        "calib": operating_point(config.probabilities(calib_logits), calib_gold, config),
-        "test": operating_point(test_probs, test_gold, config),
-        "test_natural": operating_point(test_probs[test_natural], test_gold[test_natural], config),
+        "calib": scores_at(config.probabilities(calib_logits), calib_gold, config),
+        "test": scores_at(test_probs, test_gold, config),
+        "test_natural": scores_at(test_probs[test_natural], test_gold[test_natural], config),
     }
     print(json.dumps({"thresholds": thresholds, "all": every, "natural": real, **scores}, indent=1))
     data = {

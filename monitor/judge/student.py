@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -108,6 +108,15 @@ def _as_label(value: str) -> Label:
     return value  # type: ignore[return-value]
 
 
+class Encoded(NamedTuple):
+    """One pair as the model reads it, and the abstract sentence it rests on."""
+
+    ids: list[int]
+    types: list[int]
+    best: int  # index of the sentence sharing most with the claim; -1 for an empty abstract
+    shared: list[str]  # the stemmed words that sentence shares with the claim, rarest first
+
+
 class PairEncoder:
     """Turns (claim, title, abstract) into the token ids the model reads; shared with training."""
 
@@ -140,15 +149,14 @@ class PairEncoder:
             out.append((sum(self.lexicon.idf(w) for w in shared), shared))
         return out
 
-    def encode(
-        self, claim: str, title: str, sentences: Sequence[Sentence]
-    ) -> tuple[list[int], list[int], int]:
-        """(input ids, token type ids, index of the best-overlapping sentence or -1)."""
+    def encode(self, claim: str, title: str, sentences: Sequence[Sentence]) -> Encoded:
+        """The token ids and types of the pair, and the sentence that shares most with the claim."""
         texts = [s.text for s in sentences]
         claim_ids, title_ids, *sentence_ids = self._ids([claim, title or " ", *texts])
         claim_ids = claim_ids[: self.claim_tokens]
         budget = self.max_tokens - len(claim_ids) - 3 - len(title_ids)
-        scores = [score for score, _ in self.overlap(claim, texts)] if texts else []
+        overlaps = self.overlap(claim, texts) if texts else []
+        scores = [score for score, _ in overlaps]
         # Best-overlapping sentences first (earlier first on ties), then shown in the abstract's order.
         order = sorted(range(len(texts)), key=lambda i: (-scores[i], i))
         chosen: list[int] = []
@@ -165,7 +173,7 @@ class PairEncoder:
         paper_ids = paper_ids[: self.max_tokens - len(claim_ids) - 3]
         ids = [self.cls_id, *claim_ids, self.sep_id, *paper_ids, self.sep_id]
         types = [0] * (len(claim_ids) + 2) + [1] * (len(paper_ids) + 1)
-        return ids, types, (order[0] if texts else -1)
+        return Encoded(ids, types, order[0], overlaps[order[0]][1]) if texts else Encoded(ids, types, -1, [])
 
 
 def pad_batch(rows: Sequence[tuple[list[int], list[int]]]) -> dict[str, np.ndarray]:
@@ -205,7 +213,7 @@ class StudentJudge(Judge):
 
     name = "local"
     prompt_version = "student-v1"
-    # All of a paper's claims in one call, run as one batch.
+    # All of a paper's claims in one call: the abstract is split once for them.
     claims_per_call = 64
 
     def __init__(self, settings: object | None = None, *, directory: Path | None = None) -> None:
@@ -223,33 +231,38 @@ class StudentJudge(Judge):
 
     def probabilities(self, paper: PaperText, claims: Sequence[ClaimText]) -> tuple[np.ndarray, list[int]]:
         """Calibrated probabilities (claims x labels) and each claim's best-overlapping sentence."""
+        _, probs, encoded = self._run(paper, claims)
+        return probs, [e.best for e in encoded]
+
+    def _run(
+        self, paper: PaperText, claims: Sequence[ClaimText]
+    ) -> tuple[list[Sentence], np.ndarray, list[Encoded]]:
         sentences = split_sentences(paper.abstract)
         encoded = [self.encoder.encode(c.text, paper.title, sentences) for c in claims]
         # One pair a run: int8 dynamic quantisation scales activations over the whole batch, so a
         # batched pair's answer would depend on its neighbours (and unpadded runs waste nothing).
         logits = np.concatenate(
-            [self.session.run(["logits"], pad_batch([(ids, types)]))[0] for ids, types, _ in encoded]
+            [self.session.run(["logits"], pad_batch([(e.ids, e.types)]))[0] for e in encoded]
         )
-        return self.config.probabilities(logits), [best for _, _, best in encoded]
+        return sentences, self.config.probabilities(logits), encoded
 
     def judge(
         self, paper: PaperText, claims: list[ClaimText], recorder: Recorder | None = None
     ) -> list[Judgement]:
         if not claims:
             return []
-        sentences = split_sentences(paper.abstract)
-        probs, best = self.probabilities(paper, claims)
+        sentences, probs, encoded = self._run(paper, claims)
         out = []
-        for claim, row, index in zip(claims, probs, best, strict=True):
+        for claim, row, pair in zip(claims, probs, encoded, strict=True):
             decision = decide(row, self.config)
-            sentence = sentences[index].text if index >= 0 else ""
+            sentence = sentences[pair.best].text if pair.best >= 0 else ""
             evidence = sentence if decision.label != "UNRELATED" else ""
             out.append(
                 Judgement(
                     claim_id=claim.id,
                     label=decision.label,
                     confidence=round(decision.confidence, 4),
-                    rationale=self.rationale(claim.text, sentences, index, row, decision),
+                    rationale=self.rationale(sentences, pair, row, decision),
                     evidence=evidence,
                     abstained=decision.abstained,
                 )
@@ -257,15 +270,15 @@ class StudentJudge(Judge):
         return out
 
     def rationale(
-        self, claim: str, sentences: Sequence[Sentence], index: int, probs: np.ndarray, decision: Decision
+        self, sentences: Sequence[Sentence], pair: Encoded, probs: np.ndarray, decision: Decision
     ) -> str:
         """Which sentence the call rests on, the words it shares with the claim, and its stance cues."""
         labels = self.config.labels
         related = 1.0 - float(probs[labels.index("UNRELATED")])
+        index, shared = pair.best, pair.shared
         if index < 0:
             where = "The abstract has no sentence to compare"
         else:
-            _, shared = self.encoder.overlap(claim, [sentences[index].text])[0]
             cues = sorted({m.group(0).lower() for m in _CUES.finditer(sentences[index].text)})
             where = f"Sentence {index + 1} of {len(sentences)} is closest to the claim"
             where += f" (shares: {', '.join(shared[:5])})" if shared else " (shares no key word)"
