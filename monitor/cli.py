@@ -17,6 +17,7 @@ from rich.markup import escape
 
 from monitor.config import Settings, load_settings
 from monitor.errors import MonitorError
+from monitor.review.commands import review_app
 from monitor.store import Store, open_store
 
 console = Console()
@@ -544,7 +545,8 @@ def verdicts_command(
     if not no_refresh:
         with recorded_run(app_ctx.store, "verdicts") as run:
             compute_verdicts(app_ctx.store, app_ctx.settings, run=run)
-    print_verdicts(console, current_verdicts(app_ctx.store, line_id=line), as_json=as_json)
+    rows = current_verdicts(app_ctx.store, line_id=line, settings=app_ctx.settings)
+    print_verdicts(console, rows, as_json=as_json)
 
 
 @app.command("show")
@@ -557,6 +559,9 @@ def show_command(
 
     app_ctx = ctx_of(ctx)
     print_claim(console, claim_detail(app_ctx.store, app_ctx.settings, claim_id))
+
+
+app.add_typer(review_app, name="review")
 
 
 @app.command("report")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
@@ -125,11 +125,20 @@ class JudgeSettings(Section):
         return "openai" if (self.base_url or self.api_key) else "local"
 
 
+Stance = Literal["SUPPORTS", "RELAXES", "OVERTURNS"]
+Probability = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
 class VerdictSettings(Section):
     # See docs/verdicts.md for the rules these feed.
-    overturn_threshold: float = Field(0.7, ge=0.0, le=1.0)  # grounded OVERTURNS at/above -> OVERTURNED
-    # The embedded local judge's OVERTURNS is imprecise: below this it is a flag for review, not a verdict.
-    local_overturn_threshold: float = Field(0.9, ge=0.0, le=1.0)
+    # A side's strength: the chance that at least one of its papers is right (docs/verdicts.md).
+    move_strength: float = Field(0.8, gt=0.0, le=1.0)  # to make a claim DURABLE, PERISHABLE or CONTESTED
+    overturn_strength: float = Field(0.9, gt=0.0, le=1.0)  # OVERTURNS strength for OVERTURNED
+    # judge name -> label -> measured precision (`monitor eval`); caps each label's confidence.
+    precision: dict[str, dict[Stance, Probability]] = Field(default_factory=dict)
+    # Judges whose RELAXES / OVERTURNS move a verdict (PERISHABLE, OVERTURNED, CONTESTED) only once a
+    # curator confirmed them in `monitor review`. [] publishes every judge's verdicts unreviewed.
+    confirm_judges: list[str] = Field(default_factory=lambda: ["local"])
     min_confidence: float = Field(0.3, ge=0.0, le=1.0)  # assessments below are ignored
     recent_months: int = Field(6, ge=1)  # window for "strongest recent contradicting work"
     exclude_anchors: bool = True  # a line's own anchor papers are not new evidence for its claims

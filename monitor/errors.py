@@ -35,6 +35,12 @@ class InputError(MonitorError):
         self.line = line
 
 
+class UsageError(MonitorError):
+    """A command's arguments name something that does not exist, or options that cannot go together."""
+
+    exit_code = 64  # EX_USAGE
+
+
 class DatabaseError(MonitorError):
     """The database cannot be reached or its URL is wrong."""
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import json
 
+from monitor.config import Settings
 from monitor.store.db import Store
 from monitor.store.models import (
     Anchor,
@@ -24,15 +26,29 @@ from monitor.store.models import (
 _keys = itertools.count(1)
 
 
+# The `openai` judge these worlds use, measured perfectly precise: a single confident label moves a
+# verdict (the rules' own thresholds are tested in test_verdicts_rules.py).
+TRUSTED_PRECISION = {"openai": {"SUPPORTS": 1.0, "RELAXES": 1.0, "OVERTURNS": 1.0}}
+TRUSTED_ENV = {"MONITOR_VERDICTS__PRECISION": json.dumps(TRUSTED_PRECISION)}
+
+
+def trusted_settings() -> Settings:
+    return Settings(verdicts={"precision": TRUSTED_PRECISION})
+
+
 class World:
     """Builder for store fixtures; every method commits its rows."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
 
-    def line(self, line_id: str, question: str) -> str:
+    def line(self, line_id: str, question: str, span: tuple[int, int] | None = None) -> str:
         with self.store.session() as s:
-            s.add(Line(id=line_id, question=question))
+            line = Line(id=line_id, question=question)
+            if span is not None:
+                line.span_text = f"Findings span {span[0]}–{span[1]}"
+                line.span_start, line.span_end = span
+            s.add(line)
         return line_id
 
     def claim(
@@ -45,13 +61,14 @@ class World:
         end: dt.date | None = None,
         precision: str | None = None,
         approximate: bool = False,
+        kind: str = "dated",
     ) -> str:
         with self.store.session() as s:
             s.add(
                 Claim(
                     id=claim_id,
                     text=text,
-                    kind="dated",
+                    kind=kind,
                     date_text=date_text,
                     date_start=start,
                     date_end=end,
@@ -204,12 +221,13 @@ def sample(world: World) -> None:
     w.claim("c_div", "Diversity falls as pass@1 rises", ("div",))
     w.anchor("rl", "2505.11711", status="not_found", title="RL finetunes small subnetworks")
     w.anchor("rl", "2504.07912", status="grounded")
-    # Before the week: makes c_sparse DURABLE and c_quiet PERISHABLE going in.
+    # Before the week: makes c_sparse DURABLE and c_quiet PERISHABLE going in (with the trusted judge).
     w.paper("2601.00001", "Sparse updates replicate", dt.date(2026, 1, 10))
     w.assess("2601.00001", "c_sparse", "SUPPORTS", 0.8, evidence="sparse updates replicate")
     w.paper("2602.00002", "Robust GRPO", dt.date(2026, 2, 2))
-    w.assess("2602.00002", "c_quiet", "RELAXES", 0.7, evidence="robust variants")
-    # In the week: a grounded OVERTURNS for c_sparse (title and quote are hostile markup).
+    w.assess("2602.00002", "c_quiet", "RELAXES", 0.85, evidence="robust variants")
+    # In the week: a grounded OVERTURNS for c_sparse (title and quote are hostile markup); with the
+    # strong SUPPORTS before it, c_sparse becomes CONTESTED.
     w.paper(
         "2603.01234", "Dense updates " + NASTY, dt.date(2026, 3, 10), first_seen=dt.datetime(2026, 3, 11, 6)
     )
@@ -222,7 +240,7 @@ def sample(world: World) -> None:
         rationale="Contradicts | directly",
         created_at=dt.datetime(2026, 3, 11, 7),
     )
-    # In the week: a local-judge OVERTURNS below its calibrated threshold for c_calib.
+    # In the week: a weak local-judge OVERTURNS for c_calib: for review, moves nothing.
     w.paper("2603.05555", "Calibration with binary rewards", dt.date(2026, 3, 12))
     w.assess(
         "2603.05555",

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult
-from digest_world import World, sample
+from digest_world import World, sample, trusted_settings
 
 from monitor.config import Settings
 from monitor.report.delivery import DeliveryError, send_digest
@@ -134,7 +134,7 @@ def smtp() -> Iterator[callable]:
 
 
 def mail_settings(tmp_path: Path, port: int, security: str = "none", **email_kw) -> Settings:  # noqa: ANN003
-    settings = Settings()
+    settings = trusted_settings()
     settings.paths.reports = tmp_path / "reports"
     settings.email.host = "127.0.0.1"
     settings.email.port = port
@@ -164,11 +164,11 @@ def test_multipart_digest_is_sent_once_per_period_and_force_resends(store, smtp,
     assert rcpts == ["ana@example.org", "bo@example.org"]
     assert msg["To"] == "ana@example.org, bo@example.org" and msg["From"] == "monitor@example.org"
     assert msg["Subject"].startswith("[claim-monitor] week 2026-W11")
-    assert "2 verdicts changed, 1 overturned" in msg["Subject"]
+    assert "1 verdict changed, 1 contested" in msg["Subject"]
     assert msg.get_content_type() == "multipart/alternative"
     parts = [p.get_content_type() for p in msg.iter_parts()]
     assert parts == ["text/plain", "text/html"]
-    assert "DURABLE -> OVERTURNED" in msg.get_body(("plain",)).get_content()
+    assert "DURABLE -> CONTESTED" in msg.get_body(("plain",)).get_content()
     html = msg.get_body(("html",)).get_content()
     assert "https://arxiv.org/abs/2603.01234v1" in html and "&lt;script&gt;" in html
     when, recipients, _ = sent_at(store, result.digest_id)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from monitor.errors import InputError
-from monitor.judge.evaluate import as_three_way, read_pairs, score
+from monitor.judge.evaluate import Pair, Prediction, as_three_way, read_pairs, score, verdict_precision
 
 S, R, OV, U = "SUPPORTS", "RELAXES", "OVERTURNS", "UNRELATED"
 
@@ -46,6 +46,17 @@ def test_relaxes_on_a_set_without_relaxes_is_strict_error_but_three_way_supports
     assert strict.macro_f1 == pytest.approx((2 / 3 + 1 + 1) / 3)
     three = score(gold, as_three_way(pred))
     assert three.macro_f1 == pytest.approx(1.0)
+
+
+def test_verdict_precision_counts_stated_labels_and_needs_enough_of_them() -> None:
+    def pred(gold: str, label: str, abstained: bool = False) -> Prediction:
+        return Prediction(Pair("c", "t", "a", gold, 1), label, 0.9, "", abstained=abstained)  # type: ignore[arg-type]
+
+    preds = [pred(S, S)] * 4 + [pred(U, S)] + [pred(U, S, abstained=True)] * 3  # withheld: not counted
+    preds += [pred(OV, OV)] * 3 + [pred(R, R)] * 6  # OVERTURNS stated 3 times: too few to measure
+    assert verdict_precision(preds) == {"SUPPORTS": 0.8, "RELAXES": 1.0}
+    # Without RELAXES in the gold set, RELAXES is not measured.
+    assert verdict_precision([pred(S, R)] * 6 + [pred(S, S)] * 5) == {"SUPPORTS": 1.0}
 
 
 def test_macro_is_over_labels_present_only() -> None:

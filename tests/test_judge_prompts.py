@@ -169,15 +169,32 @@ def judgement(evidence: str, label: str = "SUPPORTS") -> Judgement:
 def test_grounding_survives_typography_whitespace_and_case() -> None:
     assert ground(judgement('"RL fine-tuning updates only 5-30% of parameters."'), PAPER).grounded
     assert ground(judgement('sparse "updates" in rl'), PAPER).grounded
-    assert ground(judgement("RL fine-tuning updates only ... Full fine-tuning differs"), PAPER).grounded
     assert normalise("a\u00a0 b\u2019s") == "a b's"
 
 
 def test_ungrounded_evidence_halves_confidence() -> None:
     result = ground(judgement("RL updates all parameters"), PAPER)
     assert not result.grounded and result.confidence == pytest.approx(0.4)
-    assert not ground(
-        judgement("Full fine-tuning differs ... RL fine-tuning updates"), PAPER
-    ).grounded  # order
-    assert not ground(judgement(""), PAPER).grounded
+    assert result.reason == "not found"
+    assert ground(judgement(""), PAPER).reason == "no quote"
     assert ground(judgement("", "UNRELATED"), PAPER).grounded
+
+
+def test_a_quote_must_be_one_span_not_elided_pieces() -> None:
+    joined = ground(judgement("RL fine-tuning updates only ... Full fine-tuning differs"), PAPER)
+    assert not joined.grounded and joined.reason == "elided"
+
+
+def test_a_quote_must_be_a_clause_not_a_number_or_a_term() -> None:
+    for short in ("5-30%", "RL", "updates only", "only 5-30% of"):
+        assert short.lower() in normalise(PAPER.title + " " + PAPER.abstract)
+        assert ground(judgement(short), PAPER).reason == "too short", short
+
+
+def test_a_quote_of_the_claims_own_words_is_not_evidence() -> None:
+    claim = "RL fine-tuning updates only 5-30% of parameters, unlike SFT."
+    copied = ground(judgement("RL fine-tuning updates only 5-30% of parameters"), PAPER, claim)
+    assert not copied.grounded and copied.reason == "claim's own words"
+    # The same quote against a claim worded differently is evidence.
+    other = "Reinforcement learning leaves most weights untouched."
+    assert ground(judgement("RL fine-tuning updates only 5-30% of parameters"), PAPER, other).grounded

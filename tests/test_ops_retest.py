@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from llm_server import Reply, ScriptedLLM, answer, completion
+from digest_world import TRUSTED_PRECISION
+from llm_server import Reply, ScriptedLLM, answer, asked_abstract, completion
 from ops_helpers import REPO, make_settings, monitor, write_config, write_snapshot
 from sqlalchemy import func, select
 
@@ -37,7 +38,9 @@ def llm() -> Iterator[ScriptedLLM]:
     def respond(request: Any) -> Reply:
         system = next(m["content"] for m in request["messages"] if m["role"] == "system")
         label = "OVERTURNS" if STRICT in system else "SUPPORTS"
-        return Reply(body=completion(answer(request, label, confidence=0.95)))
+        # The abstract's last words: its opening often repeats the claim's, which is no evidence.
+        quote = asked_abstract(request)[-60:]
+        return Reply(body=completion(answer(request, label, quote, confidence=0.95)))
 
     with ScriptedLLM() as server:
         server.default = respond
@@ -70,7 +73,9 @@ def test_retest_reports_changed_verdicts_and_keeps_history(
     write_snapshot(snapshot, limit=30)
     paths = {"seeds": str(claims_dir)}
     store = open_store(db_url)
-    settings = make_settings(tmp_path, db_url, judge=_judge_options(llm), paths=paths)
+    # The scripted model is measured perfectly precise: one confident label moves a verdict.
+    verdicts = {"precision": TRUSTED_PRECISION}
+    settings = make_settings(tmp_path, db_url, judge=_judge_options(llm), paths=paths, verdicts=verdicts)
     first = run_once(store, settings, RunOptions(source=str(snapshot), email=False))
     assert first.status == "ok" and first.counts["judge"]["judged"] > 0
     with store.session() as s:
@@ -84,7 +89,8 @@ def test_retest_reports_changed_verdicts_and_keeps_history(
     shutil.copytree(REPO / "prompts", prompts)
     system = prompts / "judge_system.j2"
     system.write_text(system.read_text() + f"\n{STRICT}: be sceptical.\n")
-    config = write_config(tmp_path, db_url, judge=_judge_options(llm, prompts), paths=paths)
+    options = _judge_options(llm, prompts)
+    config = write_config(tmp_path, db_url, judge=options, paths=paths, verdicts=verdicts)
     done = monitor(config, "retest", "--json", "--all")
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from digest_world import World, sample
+from digest_world import TRUSTED_ENV, World, sample, trusted_settings
 from sqlalchemy import func, select
 
 from monitor.config import Settings
@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def settings_for(tmp_path: Path) -> Settings:
-    settings = Settings()
+    settings = trusted_settings()
     settings.paths.reports = tmp_path / "reports"
     return settings
 
@@ -37,7 +37,7 @@ def test_writes_files_and_one_row_per_period(store, tmp_path) -> None:
     assert md_path == tmp_path / "reports" / "digest-2026-W11.md" and html_path.suffix == ".html"
     text = md_path.read_text()
     assert re.fullmatch(r"[0-9a-f]{64}", result.content_sha256) and "Dense updates" in text
-    assert result.stats["changed"] == 2 and result.stats["tokens"] == 1200
+    assert result.stats["changed"] == 1 and result.stats["tokens"] == 1200
     with store.session() as s:
         row = s.scalars(select(Digest)).one()
         assert (row.period_key, row.period_start, row.period_end) == (
@@ -61,6 +61,7 @@ def test_writes_files_and_one_row_per_period(store, tmp_path) -> None:
     assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == [
         "digest-2026-W11.html",
         "digest-2026-W11.md",
+        "feed.xml",
     ]
 
 
@@ -89,12 +90,13 @@ def test_a_failed_write_leaves_the_old_file_and_no_temp_files(store, tmp_path, m
     with pytest.raises(OSError, match="disk full"):
         write_digest(store, settings, "2026-W11")
     assert first.read_text() == before
-    assert [p.name for p in first.parent.iterdir()] == [first.name]
+    assert sorted(p.name for p in first.parent.iterdir()) == [first.name, "feed.xml"]
 
 
 def run_cli(args: list[str], db_url: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     """The real console entry point in a child process."""
     env = dict(os.environ, MONITOR_DATABASE__URL=db_url, MONITOR_PATHS__REPORTS=str(tmp_path / "reports"))
+    env.update(TRUSTED_ENV)
     env.pop("MONITOR_CONFIG", None)
     return subprocess.run(
         [sys.executable, "-c", "from monitor.cli import main; main()", *args],
@@ -114,6 +116,8 @@ def main_in_process(
 
     monkeypatch.setenv("MONITOR_DATABASE__URL", db_url)
     monkeypatch.setenv("MONITOR_PATHS__REPORTS", str(tmp_path / "reports"))
+    for key, value in TRUSTED_ENV.items():
+        monkeypatch.setenv(key, value)
     monkeypatch.delenv("MONITOR_CONFIG", raising=False)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "argv", ["monitor", *args])
@@ -131,7 +135,7 @@ def test_cli_report_verdicts_show(store, db_url, tmp_path, monkeypatch, capsys) 
     out = run_cli(["report", "--period", "2026-W11", "--format", "html"], db_url, tmp_path)
     assert out.returncode == 0, out.stderr
     assert "digest-2026-W11.md" in out.stdout and "digest-2026-W11.html" in out.stdout
-    assert "1 overturned" in out.stdout and "2 changed" in out.stdout
+    assert "1 contested" in out.stdout and "1 changed" in out.stdout
     with store.session() as s:
         run = s.scalars(select(Run).where(Run.command == "report")).one()
         assert run.status == "ok" and run.counts["report"]["period"] == "2026-W11"
@@ -141,7 +145,7 @@ def test_cli_report_verdicts_show(store, db_url, tmp_path, monkeypatch, capsys) 
     )
     assert code == 0, err
     table = {row["claim_id"]: row for row in json.loads(stdout)}
-    assert set(table) == {"c_sparse", "c_div"} and table["c_sparse"]["status"] == "OVERTURNED"
+    assert set(table) == {"c_sparse", "c_div"} and table["c_sparse"]["status"] == "CONTESTED"
 
     code, stdout, err = main_in_process(["show", "c_calib"], db_url, tmp_path, monkeypatch, capsys)
     assert code == 0, err
@@ -190,3 +194,22 @@ def test_default_week_follows_a_snapshot_store_but_not_a_quiet_live_one(store, t
     w.paper("2611.00002", "This week's paper", published=dt.date(2026, 11, 24))
     live = write_digest(store, settings, today=dt.date(2026, 11, 26))
     assert live.period.key == "2026-W47"
+
+
+def test_an_atom_feed_lists_every_digest_and_feedparser_reads_it(store, tmp_path) -> None:
+    import feedparser
+
+    sample(World(store))
+    settings = settings_for(tmp_path)
+    write_digest(store, settings, "2026-W10")
+    write_digest(store, settings, "2026-W11", formats=["html"])
+    feed = feedparser.parse(str(tmp_path / "reports" / "feed.xml"))
+    assert not feed.bozo, feed.get("bozo_exception")
+    assert feed.version == "atom10" and feed.feed.title == "Claim monitor digest"
+    assert [e.id for e in feed.entries] == [
+        "urn:claim-monitor:digest:2026-W11",
+        "urn:claim-monitor:digest:2026-W10",
+    ]
+    newest = feed.entries[0]
+    assert newest.summary.startswith("1 verdict changed; 2 new evidence; 1 for review.")
+    assert {link.href for link in newest.links} == {"digest-2026-W11.md", "digest-2026-W11.html"}

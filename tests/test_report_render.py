@@ -6,10 +6,9 @@ import datetime as dt
 from html.parser import HTMLParser
 
 import pytest
-from digest_world import NASTY, World, open_sqlite, sample
+from digest_world import NASTY, World, open_sqlite, sample, trusted_settings
 from markdown_it import MarkdownIt
 
-from monitor.config import Settings
 from monitor.report.digest import gather_digest
 from monitor.report.period import resolve_period
 from monitor.report.render import md, render
@@ -20,7 +19,7 @@ WEEK = resolve_period("2026-W11")
 @pytest.fixture
 def digest(store):
     sample(World(store))
-    return gather_digest(store, Settings(), WEEK)
+    return gather_digest(store, trusted_settings(), WEEK)
 
 
 @pytest.fixture
@@ -34,7 +33,7 @@ def lite(sqlite_url: str):
 @pytest.fixture
 def lite_digest(lite):
     sample(World(lite))
-    return gather_digest(lite, Settings(), WEEK)
+    return gather_digest(lite, trusted_settings(), WEEK)
 
 
 class Tags(HTMLParser):
@@ -58,11 +57,9 @@ def parse_md(text: str):
 
 def test_view_model_groups_by_line_changed_first_and_drops_unrelated(digest) -> None:
     s = digest.summary
-    assert s.counts == {"OVERTURNED": 1, "PERISHABLE": 2, "DURABLE": 0, "UNTESTED": 1}
-    assert [(c.id, c.previous_status, c.status) for c in s.changed] == [
-        ("c_sparse", "DURABLE", "OVERTURNED"),
-        ("c_calib", "UNTESTED", "PERISHABLE"),
-    ]
+    assert s.counts == {"OVERTURNED": 0, "CONTESTED": 1, "PERISHABLE": 1, "DURABLE": 0, "UNTESTED": 2}
+    # c_calib's weak local OVERTURNS is for review and moves nothing.
+    assert [(c.id, c.previous_status, c.status) for c in s.changed] == [("c_sparse", "DURABLE", "CONTESTED")]
     assert (s.papers_published, s.pairs_judged, s.new_evidence, s.for_review, s.tokens) == (3, 3, 2, 1, 1200)
     rl, div = digest.lines
     assert rl.id == "rl" and [c.id for c in rl.detailed] == ["c_sparse", "c_calib"]
@@ -75,10 +72,11 @@ def test_view_model_groups_by_line_changed_first_and_drops_unrelated(digest) -> 
 
 
 def test_markdown_structure_links_and_escaping(digest) -> None:
-    text = render(digest, "md", Settings())
+    text = render(digest, "md", trusted_settings())
     assert text.startswith("# Claim monitor digest — week 2026-W11 (09 Mar – 15 Mar 2026)\n")
     assert text.index("## Summary") < text.index("## What breaks") < text.index("## Is diversity")
-    assert "**DURABLE → OVERTURNED**" in text
+    assert "**DURABLE → CONTESTED**" in text
+    assert "- Strength of the evidence: supports 0.80 · relaxes or overturns 0.91 · overturns 0.91" in text
     assert "](https://arxiv.org/abs/2603.01234v1) — 2026-03-10, v1 · **OVERTURNS** 0.91" in text
     assert "⚠ **for review**" in text
     assert "protein folding" not in text
@@ -108,9 +106,8 @@ def test_markdown_structure_links_and_escaping(digest) -> None:
         elif t.type == "tr_close":
             rows.append(cells)
     assert rows and set(rows) == {2, 4} and rows.count(4) == 2  # summary table + one quiet table
-    # An untested claim without news is only counted, not listed.
-    assert "_1 more claim still untested: no relevant paper yet._" in text
-    assert "Diversity falls as pass@1 rises" not in text
+    # Every claim is named: an untested one without news in one line at the end.
+    assert "**Untested**: Diversity falls as pass@1 rises (`c_div`, undated: no relevant paper yet)" in text
 
 
 def test_markdown_escape_function() -> None:
@@ -122,7 +119,7 @@ def test_markdown_escape_function() -> None:
 
 
 def test_html_is_escaped_inline_styled_and_self_contained(lite_digest) -> None:
-    text = render(lite_digest, "html", Settings())
+    text = render(lite_digest, "html", trusted_settings())
     parser = Tags()
     parser.feed(text)
     names = [tag for tag, _ in parser.tags]
@@ -140,8 +137,8 @@ def test_html_is_escaped_inline_styled_and_self_contained(lite_digest) -> None:
 
 
 def test_text_part_is_plain(lite_digest) -> None:
-    text = render(lite_digest, "txt", Settings())
-    assert "DURABLE -> OVERTURNED" in text
+    text = render(lite_digest, "txt", trusted_settings())
+    assert "DURABLE -> CONTESTED" in text
     assert "<https://arxiv.org/abs/2603.01234v1>" in text
     assert "FOR REVIEW" in text
     assert "Research questions: Research questions need an LLM judge" in text
@@ -149,8 +146,8 @@ def test_text_part_is_plain(lite_digest) -> None:
 
 def test_empty_period_says_so_plainly(store) -> None:
     sample(World(store))
-    quiet = gather_digest(store, Settings(), resolve_period("2026-W20"))
-    text = render(quiet, "md", Settings())
+    quiet = gather_digest(store, trusted_settings(), resolve_period("2026-W20"))
+    text = render(quiet, "md", trusted_settings())
     assert "No arXiv announcements in this period" in text
     assert "No verdict changed this period." in text
     assert "**New evidence**" not in text
@@ -160,14 +157,15 @@ def test_period_with_papers_but_nothing_relevant(lite) -> None:
     w = World(lite)
     sample(w)
     w.paper("2604.00001", "Unrelated", dt.date(2026, 4, 7))
-    text = render(gather_digest(lite, Settings(), resolve_period("2026-W15")), "md", Settings())
+    settings = trusted_settings()
+    text = render(gather_digest(lite, settings, resolve_period("2026-W15")), "md", settings)
     assert "No relevant papers this period" in text and "1 papers were read" in text
 
 
 def test_user_templates_override_the_shipped_ones(lite, tmp_path) -> None:
     sample(World(lite))
-    (tmp_path / "digest.md.j2").write_text("custom {{ d.period.key }} {{ d.summary.counts.OVERTURNED }}\n")
-    settings = Settings()
+    (tmp_path / "digest.md.j2").write_text("custom {{ d.period.key }} {{ d.summary.counts.CONTESTED }}\n")
+    settings = trusted_settings()
     settings.report.templates_dir = tmp_path
     digest = gather_digest(lite, settings, WEEK)
     assert render(digest, "md", settings) == "custom 2026-W11 1\n"
@@ -178,7 +176,7 @@ def test_a_broken_user_template_is_a_config_error(lite, tmp_path) -> None:
     from monitor.errors import ConfigError
 
     (tmp_path / "digest.md.j2").write_text("{% for x in %}\n")
-    settings = Settings()
+    settings = trusted_settings()
     settings.report.templates_dir = tmp_path
     with pytest.raises(ConfigError, match="digest.md.j2:1"):
         render(gather_digest(lite, settings, WEEK, ask_llm=False), "md", settings)
@@ -191,11 +189,11 @@ def test_older_work_behind_a_verdict_is_named(lite) -> None:
     w.assess("2603.04444", "c_quiet", "SUPPORTS", 0.9, evidence="still collapses")
     w.paper("2601.03333", "Older support for calibration loss", dt.date(2025, 7, 1))
     w.assess("2601.03333", "c_sparse", "SUPPORTS", 0.5)
-    digest = gather_digest(lite, Settings(), WEEK)
+    digest = gather_digest(lite, trusted_settings(), WEEK)
     quiet = next(c for c in digest.lines[0].detailed if c.id == "c_quiet")
     assert quiet.status == "PERISHABLE" and not quiet.changed
     assert quiet.strongest_recent.item.arxiv_id == "2602.00002" and quiet.rests_on == []
-    text = render(digest, "md", Settings())
+    text = render(digest, "md", trusted_settings())
     assert (
         "Strongest contradicting work of the last 6 months: [Robust GRPO](https://arxiv.org/abs/2602.00002v1)"
         in text
@@ -203,7 +201,40 @@ def test_older_work_behind_a_verdict_is_named(lite) -> None:
 
 
 def test_claim_in_two_lines_is_cross_referenced_once(lite_digest) -> None:
-    text = render(lite_digest, "md", Settings())
-    assert text.count("### OVERTURNED (was DURABLE)") == 1
+    text = render(lite_digest, "md", trusted_settings())
+    assert text.count("### CONTESTED (was DURABLE)") == 1
     assert "(`c_sparse`, under `rl`)" in text
     assert "- Also under: `div`" in text
+
+
+def test_new_evidence_is_capped_per_claim_strongest_first_and_the_changed_verdict_names_its_paper(
+    lite,
+) -> None:
+    w = World(lite)
+    sample(w)
+    for n, conf in enumerate((0.81, 0.95, 0.83, 0.9, 0.85), start=1):
+        w.paper(f"2603.0200{n}", f"Support {n}", dt.date(2026, 3, 10))
+        w.assess(f"2603.0200{n}", "c_div", "SUPPORTS", conf)
+    digest = gather_digest(lite, trusted_settings(), WEEK)
+    div = next(c for line in digest.lines for c in line.detailed if c.id == "c_div")
+    assert [e.item.title for e in div.new_evidence] == ["Support 2", "Support 4", "Support 5"]
+    assert div.more_evidence == 2
+    assert digest.summary.new_evidence == 2 + 5  # the summary counts what is not shown too
+    text = render(digest, "md", trusted_settings())
+    assert "+2 more: `monitor show c_div`" in text
+    assert "+2 more: monitor show c_div" in render(digest, "txt", trusted_settings())
+    # The changed verdict names the one paper that moved it, strongest first.
+    assert "(`c_div`); moved by [Support 2](https://arxiv.org/abs/2603.02002v1) (SUPPORTS 0.95)" in text
+
+
+def test_dated_claims_come_first_in_their_line(lite) -> None:
+    w = World(lite)
+    w.line("rl", "What breaks?")
+    w.claim("a_note", "An undated note that changed", ("rl",), kind="note")
+    w.claim("z_dated", "A dated claim with weak news", ("rl",), date_text="2025")
+    w.paper("2603.00001", "Strong", dt.date(2026, 3, 10))
+    w.assess("2603.00001", "a_note", "SUPPORTS", 0.9)  # its verdict changes: more urgent
+    w.paper("2603.00002", "Weak", dt.date(2026, 3, 10))
+    w.assess("2603.00002", "z_dated", "SUPPORTS", 0.5)
+    [line] = gather_digest(lite, trusted_settings(), WEEK).lines
+    assert [c.id for c in line.detailed] == ["z_dated", "a_note"]

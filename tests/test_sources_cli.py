@@ -95,9 +95,9 @@ def test_anchors_verify_offline_and_listing(tmp_path: Path, shared: Path) -> Non
         )
     done = monitor(tmp_path, db, "anchors", "verify", "--source", str(shared / "arxiv" / "corpus.jsonl"))
     assert done.returncode == 0, done.stderr
-    assert "grounded 1" in done.stdout and "not_found 1" in done.stdout and "requests 0" in done.stdout
+    assert "grounded 1" in done.stdout and "not_in_snapshot 1" in done.stdout and "requests 0" in done.stdout
     with store.session() as s:
         checked = {a.arxiv_id: (a.status, a.checked_at is not None) for a in s.scalars(select(Anchor))}
-    assert checked == {"2506.03106": ("grounded", True), "2504.07912": ("not_found", True)}
+    assert checked == {"2506.03106": ("grounded", True), "2504.07912": ("not_in_snapshot", True)}
     assert dt.date(2025, 6, 3).isoformat() in done.stdout
     store.close()

@@ -6,7 +6,10 @@ import datetime as dt
 
 import pytest
 
+from monitor.config import Settings
 from monitor.verdicts.rules import (
+    CONTESTED,
+    DEFAULT_PRECISION,
     DURABLE,
     OVERTURNED,
     PERISHABLE,
@@ -19,7 +22,12 @@ from monitor.verdicts.rules import (
     months_before,
 )
 
-TH = Thresholds(overturn=0.7, local_overturn=0.9, min_confidence=0.3, recent_months=6)
+# Precision as `monitor eval` would measure it; tests name their own so the shipped defaults can change.
+PRECISION = {
+    "openai": {"SUPPORTS": 0.9, "RELAXES": 0.9, "OVERTURNS": 0.95},
+    "local": {"SUPPORTS": 0.7, "RELAXES": 0.7, "OVERTURNS": 0.7},
+}
+TH = Thresholds(move=0.8, overturn=0.9, min_confidence=0.3, recent_months=6, precision=PRECISION)
 MAY_2025 = ClaimDate(dt.date(2025, 5, 1), dt.date(2025, 5, 31), "month", False)
 _ids = iter(range(1, 10_000))
 
@@ -47,46 +55,92 @@ def item(
     )
 
 
-def test_grounded_confident_overturns_overturns() -> None:
-    strong = item("OVERTURNS", 0.8, dt.date(2025, 9, 1))
-    support = item("SUPPORTS", 0.9, dt.date(2025, 8, 1))
-    out = decide([support, strong], TH, MAY_2025)
+def test_grounded_strong_overturns_overturns() -> None:
+    strong = item("OVERTURNS", 0.95, dt.date(2025, 9, 1))
+    weak_support = item("SUPPORTS", 0.7, dt.date(2025, 8, 1))  # 0.7 < move 0.8: moves nothing alone
+    out = decide([weak_support, strong], TH, MAY_2025)
     assert out.status == OVERTURNED
     assert out.movers == [strong]
-    assert out.last_changed == dt.date(2025, 9, 1)  # DURABLE from 08-01, OVERTURNED from 09-01
+    assert out.last_changed == dt.date(2025, 9, 1)  # UNTESTED until the OVERTURNS appeared
+    assert out.strength["OVERTURNS"] == pytest.approx(0.95)
 
 
-def test_ungrounded_overturns_never_overturns() -> None:
+def test_ungrounded_evidence_never_counts() -> None:
     out = decide([item("OVERTURNS", 0.99, dt.date(2025, 9, 1), grounded=False)], TH, MAY_2025)
+    assert out.status == UNTESTED
+    assert out.counted == []
+    out = decide([item("SUPPORTS", 0.99, dt.date(2025, 9, 1), grounded=False)], TH, MAY_2025)
+    assert out.status == UNTESTED
+
+
+def test_one_weak_label_moves_nothing_two_papers_do() -> None:
+    first = item("RELAXES", 0.6, dt.date(2025, 8, 1))
+    assert decide([first], TH, MAY_2025).status == UNTESTED  # strength 0.6
+    second = item("RELAXES", 0.6, dt.date(2025, 8, 2))
+    out = decide([first, second], TH, MAY_2025)  # 1 - 0.4 * 0.4 = 0.84
     assert out.status == PERISHABLE
-    assert out.movers[0].grounded is False
+    assert out.strength["AGAINST"] == pytest.approx(0.84)
+    assert out.last_changed == dt.date(2025, 8, 2)
 
 
-def test_overturns_below_threshold_is_perishable() -> None:
-    out = decide([item("OVERTURNS", 0.69, dt.date(2025, 9, 1))], TH, MAY_2025)
-    assert out.status == PERISHABLE
-    assert out.for_review == []  # only the local judge's weak OVERTURNS are flagged for review
+def test_a_paper_counts_once_however_many_labels_it_has() -> None:
+    one = item("RELAXES", 0.6, dt.date(2025, 8, 1), arxiv_id="2608.00001")
+    again = item("RELAXES", 0.6, dt.date(2025, 8, 1), arxiv_id="2608.00001", judge="local")
+    out = decide([one, again], TH, MAY_2025)
+    assert out.status == UNTESTED
+    assert out.strength["AGAINST"] == pytest.approx(0.6)
 
 
-def test_local_overturns_below_calibrated_threshold_is_flagged_not_overturned() -> None:
-    weak = item("OVERTURNS", 0.85, dt.date(2025, 9, 1), judge="local")  # clears 0.7, not the local 0.9
+def test_confidence_is_capped_at_the_judges_measured_precision() -> None:
+    # The local judge's SUPPORTS is right 70% of the time: a 0.95 from it weighs 0.7.
+    sure = item("SUPPORTS", 0.95, dt.date(2025, 8, 1), judge="local")
+    assert decide([sure], TH, MAY_2025).status == UNTESTED
+    other = item("SUPPORTS", 0.95, dt.date(2025, 8, 3), judge="local")
+    out = decide([sure, other], TH, MAY_2025)  # 1 - 0.3 * 0.3 = 0.91
+    assert out.status == DURABLE
+    # An unmeasured judge weighs 0.5 a label.
+    stranger = item("SUPPORTS", 0.99, dt.date(2025, 8, 1), judge="mystery")
+    assert TH.weight(stranger) == 0.5
+
+
+def test_overturns_below_the_overturn_bar_is_perishable_and_for_review() -> None:
+    weak = item("OVERTURNS", 0.85, dt.date(2025, 9, 1))  # clears move 0.8, not overturn 0.9
     out = decide([weak], TH, MAY_2025)
     assert out.status == PERISHABLE
     assert out.for_review == [weak]
-    strong = item("OVERTURNS", 0.95, dt.date(2025, 9, 2), judge="local")
-    out = decide([weak, strong], TH, MAY_2025)
+    other = item("OVERTURNS", 0.5, dt.date(2025, 9, 2))  # 1 - 0.15 * 0.5 = 0.925
+    out = decide([weak, other], TH, MAY_2025)
     assert out.status == OVERTURNED
-    assert out.movers == [strong]
-    assert out.for_review == [weak]
+    assert out.movers == [weak, other]
+    assert out.for_review == []
+
+
+def test_strong_evidence_both_ways_is_contested() -> None:
+    support = item("SUPPORTS", 0.9, dt.date(2025, 7, 1))
+    against = item("OVERTURNS", 0.85, dt.date(2025, 8, 1))
+    out = decide([support, against], TH, MAY_2025)
+    assert out.status == CONTESTED
+    assert out.movers == [against, support]
+    # RELAXES does not deny the claim: strong support plus strong relaxing is PERISHABLE, not contested.
+    relax = item("RELAXES", 0.85, dt.date(2025, 8, 1))
+    assert decide([support, relax], TH, MAY_2025).status == PERISHABLE
 
 
 def test_relaxes_is_perishable_and_supports_only_is_durable() -> None:
-    support = item("SUPPORTS", 0.8, dt.date(2025, 7, 1))
-    relax = item("RELAXES", 0.6, dt.date(2025, 8, 1))
+    support = item("SUPPORTS", 0.85, dt.date(2025, 7, 1))
+    relax = item("RELAXES", 0.85, dt.date(2025, 8, 1))
     assert decide([support], TH, MAY_2025).status == DURABLE
     out = decide([support, relax], TH, MAY_2025)
     assert out.status == PERISHABLE
     assert out.movers == [relax]
+
+
+def test_precision_settings_override_defaults_per_label() -> None:
+    verdicts = Settings(verdicts={"precision": {"openai": {"SUPPORTS": 0.6}}}).verdicts
+    th = Thresholds.from_settings(verdicts)
+    assert th.precision["openai"]["SUPPORTS"] == 0.6
+    assert th.precision["openai"]["OVERTURNS"] == DEFAULT_PRECISION["openai"]["OVERTURNS"]
+    assert th.precision["local"] == DEFAULT_PRECISION["local"]
 
 
 def test_unrelated_and_low_confidence_leave_it_untested() -> None:
@@ -142,7 +196,7 @@ def test_as_of_excludes_later_papers() -> None:
     later = item("OVERTURNS", 0.95, dt.date(2025, 12, 1))
     earlier = item("SUPPORTS", 0.9, dt.date(2025, 8, 1))
     assert decide([earlier, later], TH, MAY_2025, as_of=dt.date(2025, 11, 30)).status == DURABLE
-    assert decide([earlier, later], TH, MAY_2025, as_of=dt.date(2025, 12, 1)).status == OVERTURNED
+    assert decide([earlier, later], TH, MAY_2025, as_of=dt.date(2025, 12, 1)).status == CONTESTED
 
 
 def test_strongest_recent_contradicting_work_is_within_the_window() -> None:
@@ -159,3 +213,29 @@ def test_strongest_recent_contradicting_work_is_within_the_window() -> None:
 def test_months_before_clamps_to_month_end() -> None:
     assert months_before(dt.date(2026, 8, 31), 6) == dt.date(2026, 2, 28)
     assert months_before(dt.date(2026, 3, 15), 6) == dt.date(2025, 9, 15)
+
+
+def test_the_worked_examples_in_docs_verdicts_md_hold_with_the_shipped_precision() -> None:
+    th = Thresholds()  # the shipped defaults the docs quote
+    day = dt.date(2025, 9, 1)
+    assert decide([item("SUPPORTS", 0.95, day)], th, MAY_2025).status == DURABLE  # 1
+    relax = item("RELAXES", 0.6, day)
+    assert decide([relax], th, MAY_2025).status == UNTESTED  # 2
+    assert decide([relax, item("RELAXES", 0.6, day)], th, MAY_2025).status == PERISHABLE
+    sure = item("OVERTURNS", 0.99, day)
+    out = decide([sure], th, MAY_2025)  # 3
+    assert out.status == UNTESTED and out.for_review == [sure]
+    assert decide([sure, item("OVERTURNS", 0.8, day)], th, MAY_2025).status == OVERTURNED
+    both = [item("SUPPORTS", 0.9, day), item("OVERTURNS", 0.9, day), item("OVERTURNS", 0.9, day)]
+    assert decide(both, th, MAY_2025).status == CONTESTED  # 4
+    local = item("SUPPORTS", 0.9, day, judge="local")
+    assert decide([local], th, MAY_2025).status == UNTESTED  # 5
+    assert decide([local, item("SUPPORTS", 0.9, day, judge="local")], th, MAY_2025).status == DURABLE
+
+
+def test_strongest_recent_work_only_from_evidence_that_moves_verdicts() -> None:
+    waiting = item("OVERTURNS", 0.95, dt.date(2026, 2, 1), judge="local")  # needs a curator first
+    relax = item("RELAXES", 0.7, dt.date(2026, 1, 5))
+    out = decide([waiting, relax], TH, MAY_2025, as_of=dt.date(2026, 3, 1))
+    assert out.strongest_recent == relax
+    assert out.for_review == [waiting]

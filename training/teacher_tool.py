@@ -24,6 +24,7 @@ from monitor.judge.grounding import ground
 from monitor.judge.schema import InvalidAnswer, parse_answer
 
 _TAG = re.compile(r"<(title|abstract)>(.*?)</\1>", re.DOTALL)
+_CLAIM = re.compile(r'<claim id="([^"]+)">(.*?)</claim>', re.DOTALL)
 
 
 def split(requests: Path, outdir: Path, size: int) -> None:
@@ -69,9 +70,11 @@ def check(chunk: Path) -> None:
             problems += 1
             continue
         for judgement in judgements:
-            if not ground(judgement, paper_of(row)).grounded:
+            claims = dict(_CLAIM.findall(row["messages"][-1]["content"]))
+            grounding = ground(judgement, paper_of(row), claims.get(judgement.claim_id))
+            if not grounding.grounded:
                 quote = judgement.evidence
-                print(f"#{index} {row['key']}: evidence not found verbatim in title/abstract: {quote!r}")
+                print(f"#{index} {row['key']}: evidence {quote!r} is not usable: {grounding.reason}")
                 problems += 1
     print(f"{len(rows)} requests, {len(answers)} answers, {problems} problem(s)")
 

@@ -130,7 +130,7 @@ def print_anchors(console: Console, anchors: list[AnchorView]) -> None:
     found = any(a.found_title for a in anchors)
     if found:
         table.add_column("found title", ratio=1)
-    colours = {"grounded": "green", "unverified": "dim", "not_found": "red"}
+    colours = {"grounded": "green", "unverified": "dim", "not_found": "red", "not_in_snapshot": "dim"}
     for a in anchors:
         colour = colours.get(a.status, "yellow")
         cells = [

@@ -183,6 +183,26 @@ def operating_point(predictions: list[Prediction]) -> OperatingPoint:
     return OperatingPoint(abstained / n if n else 0.0, per_label)
 
 
+MIN_STATED_FOR_PRECISION = 5  # fewer stated labels than this measure nothing worth configuring
+
+
+def verdict_precision(predictions: list[Prediction]) -> dict[str, float]:
+    """Each stance's precision where the judge stated it often enough: `[verdicts.precision.<judge>]`.
+
+    The verdict rules cap a label's confidence at this (docs/verdicts.md). A gold set without RELAXES
+    (SciFact) cannot measure RELAXES.
+    """
+    three_way = not any(p.pair.label == "RELAXES" for p in predictions)
+    out: dict[str, float] = {}
+    for label in ("SUPPORTS", "RELAXES", "OVERTURNS"):
+        stated = [p for p in predictions if p.label == label and not p.abstained and not p.error]
+        if len(stated) < MIN_STATED_FOR_PRECISION or (three_way and label == "RELAXES"):
+            continue
+        right = sum(1 for p in stated if p.pair.label == label)
+        out[label] = round(right / len(stated), 2)
+    return out
+
+
 @dataclass
 class EvalReport:
     """Everything `monitor eval` prints."""
@@ -221,6 +241,7 @@ class EvalReport:
                 if s.support or any(p.label == label and not p.abstained for p in self.predictions)
             },
         }
+        out["verdict_precision"] = verdict_precision(self.predictions)
         if self.three_way is not None:
             out["macro_f1_3way"] = round(self.three_way.macro_f1, 4)
             out["per_class_3way"] = _per_class_dict(self.three_way)
@@ -284,7 +305,7 @@ def _predict(judge: Judge, pair: Pair) -> Prediction:
         if getattr(exc, "fatal", False):
             raise
         return Prediction(pair, "UNRELATED", 0.0, "", grounded=False, error=str(exc))
-    grounding = ground(judgement, paper)
+    grounding = ground(judgement, paper, pair.claim)
     return Prediction(
         pair,
         judgement.label,
@@ -338,3 +359,13 @@ def print_report(console: Any, report: EvalReport) -> None:
         for label, s in point.per_label.items():
             stated.add_row(label, f"{s.precision:.3f}", f"{s.recall:.3f}")
         console.print(stated)
+    measured = verdict_precision(report.predictions)
+    if measured:
+        console.print(
+            "For the verdict rules (docs/verdicts.md), this judge's measured precision, to put in"
+            f" monitor.toml if this set is like your claims:\n[verdicts.precision.{report.judge}]",
+            highlight=False,
+            soft_wrap=True,
+        )
+        for label, value in measured.items():
+            console.print(f"{label} = {value}", highlight=False)

@@ -1,8 +1,11 @@
-"""Evidence grounding: does the quote a judge gave really occur in the paper's title or abstract?
+"""Evidence grounding: is the quote a judge gave a real span of the paper's title or abstract?
 
 Both sides are normalised first (Unicode NFKC, curly quotes and dashes made plain, HTML entities undone,
-whitespace collapsed, case folded), so a quote differing only in typography still counts. An
-ungrounded assessment keeps its label but has its confidence cut and never counts toward OVERTURNS.
+whitespace collapsed, case folded), so a quote differing only in typography still counts. A quote
+grounds only if it is one contiguous span (no "..." joins: pieces found far apart prove nothing), long
+enough to carry a finding (a clause, not a number or a term), and not the claim's own words (an
+abstract repeating the claim's wording shows the topic, not a stance). An ungrounded assessment keeps
+its label for the record but counts toward no verdict (docs/verdicts.md).
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from dataclasses import dataclass
 from monitor.judge.base import Judgement, PaperText
 
 UNGROUNDED_CONFIDENCE_FACTOR = 0.5
+MIN_QUOTE_WORDS = 4  # a clause: "1", "Table 2" or "GRPO" prove nothing
+MIN_QUOTE_CHARS = 20
 
 _TYPOGRAPHY = str.maketrans(
     {
@@ -39,6 +44,8 @@ _TYPOGRAPHY = str.maketrans(
     }
 )
 _SPACE = re.compile(r"\s+")
+_ELISION = re.compile(r"\.\.\.|…|\[\s*\.\.\.\s*\]")
+_WORD = re.compile(r"\w+")
 # Quote marks and trailing punctuation a model often adds around a quote.
 _EDGES = "\"' .,;:…"
 
@@ -51,27 +58,35 @@ def normalise(text: str) -> str:
 
 @dataclass(frozen=True)
 class Grounding:
-    """Whether a judgement's evidence is in the paper, and the confidence it keeps."""
+    """Whether a judgement's evidence is a real span of the paper, the confidence it keeps, and why not."""
 
     grounded: bool
     confidence: float
+    reason: str = ""  # why not: "no quote", "elided", "too short", "claim's own words", "not found"
 
 
-def ground(judgement: Judgement, paper: PaperText) -> Grounding:
-    """Check the evidence quote against title and abstract; UNRELATED with no quote needs none."""
+def ground(judgement: Judgement, paper: PaperText, claim: str | None = None) -> Grounding:
+    """Check the evidence quote against title and abstract (and the claim); UNRELATED needs no quote."""
     quote = normalise(judgement.evidence or "").strip(_EDGES)
-    if not quote:
-        if judgement.label == "UNRELATED":
-            return Grounding(True, judgement.confidence)
-        return Grounding(False, judgement.confidence * UNGROUNDED_CONFIDENCE_FACTOR)
-    # A quote may elide with "..."; every piece must then occur, in order.
-    pieces = [p.strip(_EDGES) for p in re.split(r"\s*(?:\.\.\.|…|\[\.\.\.\])\s*", quote)]
-    pieces = [p for p in pieces if p]
-    haystack = normalise(paper.title) + " \n " + normalise(paper.abstract)
-    position = 0
-    for piece in pieces:
-        found = haystack.find(piece, position)
-        if found < 0:
-            return Grounding(False, judgement.confidence * UNGROUNDED_CONFIDENCE_FACTOR)
-        position = found + len(piece)
+    reason = quote_problem(quote, paper, claim)
+    if not quote and judgement.label == "UNRELATED":
+        return Grounding(True, judgement.confidence)
+    if reason:
+        return Grounding(False, judgement.confidence * UNGROUNDED_CONFIDENCE_FACTOR, reason)
     return Grounding(True, judgement.confidence)
+
+
+def quote_problem(quote: str, paper: PaperText, claim: str | None = None) -> str:
+    """Why a normalised quote is not evidence ("" when it is)."""
+    if not quote:
+        return "no quote"
+    if quote not in normalise(paper.title) and quote not in normalise(paper.abstract):
+        return "elided" if _ELISION.search(quote) else "not found"
+    words = _WORD.findall(quote)
+    if len(words) < MIN_QUOTE_WORDS or len(quote) < MIN_QUOTE_CHARS:
+        return "too short"
+    if claim is not None:
+        claim_text = normalise(claim)
+        if quote in claim_text or set(words) <= set(_WORD.findall(claim_text)):
+            return "claim's own words"
+    return ""

@@ -224,7 +224,7 @@ class AssessmentWriter:
         log.warning("judge: %s", message)
 
     def _write_one(self, paper: PaperText, pair: Pair, judgement: Judgement) -> None:
-        grounding = ground(judgement, paper)
+        grounding = ground(judgement, paper, pair.claim.text)
         try:
             with self.store.session() as session:
                 generation = 0

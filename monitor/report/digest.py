@@ -21,6 +21,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from monitor.config import Settings
+from monitor.report.feed import write_feed
 from monitor.report.period import Period, resolve_period
 from monitor.report.render import arxiv_url, fmt_date, render
 from monitor.report.research import ResearchQuestions, research_questions
@@ -34,6 +35,9 @@ from monitor.verdicts.rules import STATUSES, EvidenceItem, Outcome
 log = logging.getLogger(__name__)
 
 OTHER_LINE_ID = "_other"
+# New evidence shown per claim; the rest is one line pointing at `monitor show` (a week of real volume
+# otherwise buries the reader: issue 12).
+EVIDENCE_PER_CLAIM = 3
 
 
 @dataclass
@@ -41,7 +45,7 @@ class EvidenceView:
     """One paper's bearing on a claim, as the digest shows it."""
 
     item: EvidenceItem
-    for_review: bool = False  # a local-judge OVERTURNS that did not clear its calibrated threshold
+    for_review: bool = False  # waits for a curator, or an OVERTURNS too weak to overturn the claim
 
     @property
     def url(self) -> str:
@@ -64,6 +68,10 @@ class ClaimView:
     review_count: int = 0
     line_ids: list[str] = field(default_factory=list)
     home_line: str = ""  # the line under which the claim is shown in full
+    strength: dict[str, float] = field(default_factory=dict)  # per side at the period's end (rules.py)
+    more_evidence: int = 0  # new evidence beyond the strongest EVIDENCE_PER_CLAIM, not shown
+    dated: bool = False  # a dated claim (what the seeds' research prompts ask about): shown first
+    moved_by: EvidenceView | None = None  # the strongest paper behind a changed verdict
 
     @property
     def changed(self) -> bool:
@@ -108,9 +116,14 @@ class LineView:
         return [c for c in self.quiet if c.status != "UNTESTED"]
 
     @property
+    def untested(self) -> list[ClaimView]:
+        """Claims without news and without a verdict yet: named, so the reader sees every claim."""
+        return [c for c in self.quiet if c.status == "UNTESTED"]
+
+    @property
     def quiet_untested(self) -> int:
-        """Claims without news and without any relevant paper yet: only counted, to keep noise down."""
-        return sum(1 for c in self.quiet if c.status == "UNTESTED")
+        """How many `untested` (kept for templates that only count them)."""
+        return len(self.untested)
 
 
 @dataclass
@@ -152,6 +165,8 @@ class Digest:
     lines: list[LineView]
     llm: bool
     recent_months: int = 6
+    move_strength: float = 0.8
+    overturn_strength: float = 0.9
 
     @property
     def no_announcements(self) -> bool:
@@ -193,7 +208,18 @@ def _claim_view(claim: Claim, now: Outcome, before: Outcome, period: Period, lin
     new = [EvidenceView(i, i in now.for_review) for i in now.counted if period.contains(i.appeared)]
     # "Related, stance unclear" pairs of the period are shown for review; they move no verdict.
     new += [EvidenceView(i, True) for i in now.unclear if period.contains(i.appeared)]
-    new.sort(key=lambda v: (v.item.label != "OVERTURNS", v.item.label != "RELAXES", -v.item.confidence))
+    # Strongest first: stated before "stance unclear", against before for, then confidence.
+    new.sort(
+        key=lambda v: (
+            v.item.abstained,
+            v.item.label != "OVERTURNS",
+            v.item.label != "RELAXES",
+            -v.item.confidence,
+        )
+    )
+    more = max(0, len(new) - EVIDENCE_PER_CLAIM)
+    review = sum(1 for v in new if v.for_review)
+    new = new[:EVIDENCE_PER_CLAIM]
     recent = now.strongest_recent
     shown = {v.item for v in new} | ({recent} if recent else set())
     return ClaimView(
@@ -206,8 +232,12 @@ def _claim_view(claim: Claim, now: Outcome, before: Outcome, period: Period, lin
         new_evidence=new,
         strongest_recent=EvidenceView(recent, recent in now.for_review) if recent else None,
         rests_on=[EvidenceView(m, m in now.for_review) for m in now.movers[:3] if m not in shown],
-        review_count=sum(1 for v in new if v.for_review),
+        review_count=review,
         line_ids=lines,
+        strength=now.strength if now.counted else {},
+        dated=claim.kind == "dated",
+        more_evidence=more,
+        moved_by=EvidenceView(now.movers[0], now.movers[0] in now.for_review) if now.movers else None,
     )
 
 
@@ -253,7 +283,7 @@ def _summary(s: Session, settings: Settings, period: Period, claims: list[ClaimV
         papers_published=int(published or 0),
         papers_first_seen=int(first_seen or 0),
         pairs_judged=int(judged or 0),
-        new_evidence=sum(len(c.new_evidence) for c in claims),
+        new_evidence=sum(len(c.new_evidence) + c.more_evidence for c in claims),
         for_review=sum(c.review_count for c in claims),
         tokens=int(prompt + completion),
         cost_usd=float(cost),
@@ -291,6 +321,8 @@ def gather_digest(
         lines=lines,
         llm=settings.judge.resolved_provider() == "openai",
         recent_months=settings.verdicts.recent_months,
+        move_strength=settings.verdicts.move_strength,
+        overturn_strength=settings.verdicts.overturn_strength,
     )
 
 
@@ -312,11 +344,12 @@ def _line_views(
 
     def weight(line_id: str) -> tuple[int, int, str]:
         mine = [v for v in views.values() if line_id in v.line_ids]
-        return (-sum(v.changed for v in mine), -sum(len(v.new_evidence) for v in mine), line_id)
+        news = sum(len(v.new_evidence) + v.more_evidence for v in mine)
+        return (-sum(v.changed for v in mine), -news, line_id)
 
     ordered = sorted(sections, key=lambda lid: (lid == OTHER_LINE_ID, *weight(lid)))
     position = {lid: i for i, lid in enumerate(ordered)}
-    for view in sorted(views.values(), key=_urgency):
+    for view in sorted(views.values(), key=lambda v: (not v.dated, *_urgency(v))):
         homes = sorted((lid for lid in view.line_ids if lid in sections), key=position.__getitem__)
         view.home_line = homes[0]
         for lid in homes:
@@ -424,6 +457,7 @@ def write_digest(
         s.flush()
         digest_id = row.id
     result = DigestResult(chosen, digest_id, paths, stats, sha)
+    write_feed(store, settings)
     if run is not None:
         run.add("report", {"period": chosen.key, **{k: v for k, v in stats.items() if k != "verdicts"}})
     if settings.report.email if email is None else email:

@@ -15,6 +15,8 @@ def subject_for(digest: object, settings: Settings) -> str:
     parts = [f"{changed} verdict{'s' if changed != 1 else ''} changed" if changed else "no verdict changed"]
     if s.counts.get("OVERTURNED"):
         parts.append(f"{s.counts['OVERTURNED']} overturned")
+    if s.counts.get("CONTESTED"):
+        parts.append(f"{s.counts['CONTESTED']} contested")
     if s.new_evidence:
         parts.append(f"{s.new_evidence} new evidence")
     label = digest.period.label  # type: ignore[attr-defined]

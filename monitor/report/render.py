@@ -87,6 +87,7 @@ def environment(templates_dir: Path | None = None) -> jinja2.Environment:
     )
     env.globals["STATUS_COLOURS"] = {
         "OVERTURNED": "#b42318",
+        "CONTESTED": "#9e1f63",
         "PERISHABLE": "#b54708",
         "DURABLE": "#027a48",
         "UNTESTED": "#667085",

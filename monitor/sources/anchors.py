@@ -4,7 +4,9 @@ Every active anchor's id is looked up on arXiv with `id_list` (up to `ID_CHUNK` 
 a library of a few dozen anchors costs one request), or in a snapshot file when offline. Each anchor
 is then marked:
 
-* `not_found`      — arXiv (or the snapshot) has no such id, or the id is not an arXiv id at all;
+* `not_found`      — arXiv has no such id, or the id is not an arXiv id at all;
+* `not_in_snapshot` — checked offline against a snapshot that lacks the id: the paper may well
+  exist, the snapshot just does not have it;
 * `title_differs`  — the cited title does not match the paper's title (rule below);
 * `date_differs`   — the title matches but the paper's v1 date is outside the cited date;
 * `grounded`       — both match.
@@ -45,7 +47,7 @@ from monitor.store.runs import RunRecord
 ID_CHUNK = 100
 TITLE_COVERAGE = 0.6
 DATE_SLACK = dt.timedelta(days=7)
-STATUSES = ("grounded", "title_differs", "date_differs", "not_found")
+STATUSES = ("grounded", "title_differs", "date_differs", "not_found", "not_in_snapshot")
 
 _STOP = frozenset(
     [
@@ -175,9 +177,11 @@ def dates_match(cited: str | None, published: dt.date | None) -> bool:
     return first - DATE_SLACK <= published <= last + DATE_SLACK
 
 
-def classify(cited_title: str | None, cited_date: str | None, found: FoundPaper | None) -> str:
+def classify(
+    cited_title: str | None, cited_date: str | None, found: FoundPaper | None, offline: bool = False
+) -> str:
     if found is None:
-        return "not_found"
+        return "not_in_snapshot" if offline else "not_found"
     if not titles_match(cited_title, found.title):
         return "title_differs"
     if not dates_match(cited_date, found.published):
@@ -240,8 +244,10 @@ def verify_anchors(
             anchor = s.get(Anchor, anchor_id)
             if anchor is None:
                 continue
-            paper = found.get(split_arxiv_id(raw)[0]) if is_arxiv_id(raw) else None
-            anchor.status = classify(anchor.cited_title, anchor.cited_date_text, paper)
+            well_formed = is_arxiv_id(raw)
+            paper = found.get(split_arxiv_id(raw)[0]) if well_formed else None
+            offline = well_formed and report.looked_up_in != "arXiv API"
+            anchor.status = classify(anchor.cited_title, anchor.cited_date_text, paper, offline)
             anchor.found_title = paper.title if paper else None
             anchor.found_published = paper.published if paper else None
             anchor.checked_at = now

@@ -16,7 +16,7 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError, S
 from sqlalchemy.orm import Session, sessionmaker
 
 from monitor.errors import DatabaseError
-from monitor.store.models import Base, SchemaVersion
+from monitor.store.models import Base, Review, SchemaVersion
 
 
 def _v1_create_all(conn: Connection) -> None:
@@ -39,11 +39,17 @@ def _v3_assessment_abstained(conn: Connection) -> None:
         conn.execute(text("ALTER TABLE assessments ADD COLUMN abstained BOOLEAN NOT NULL DEFAULT FALSE"))
 
 
+def _v4_reviews(conn: Connection) -> None:
+    # Curators' decisions (`monitor review`); a store made now has the table from create_all.
+    Review.__table__.create(conn, checkfirst=True)  # with its index
+
+
 # Append new migrations here; never edit or reorder one that has shipped.
 MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (1, _v1_create_all),
     (2, _v2_candidate_screen),
     (3, _v3_assessment_abstained),
+    (4, _v4_reviews),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -2,8 +2,8 @@
 
 Stage by stage: claims fill `lines`, `claims`, `line_claims`, `anchors`, `seed_files`; sources fill
 `papers`, `paper_versions`, `fetch_marks`; relevance fills `candidates` and `embeddings`; the judge fills
-`assessments` and `llm_exchanges`; verdicts fill `verdicts`; the reporter fills `digests`; the
-scheduler fills `runs` and `locks`.
+`assessments` and `llm_exchanges`; curators fill `reviews`; verdicts fill `verdicts`; the reporter fills
+`digests`; the scheduler fills `runs` and `locks`.
 """
 
 from __future__ import annotations
@@ -274,6 +274,27 @@ class Assessment(Base):
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
 
 
+class Review(Base):
+    """A curator's decision on how one paper bears on one claim (`monitor review`).
+
+    Keyed by (claim, paper), not by assessment, so it outlives re-judging: `retest`, `--force`, a new
+    model or prompt. Rows are only ever added; the newest decision (not a note) per pair is in force,
+    and the rows are its history (from, to, when, note).
+    """
+
+    __tablename__ = "reviews"
+    __table_args__ = (Index("ix_reviews_pair", "claim_id", "arxiv_id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    claim_id: Mapped[str] = mapped_column(ForeignKey("claims.id"))
+    arxiv_id: Mapped[str] = mapped_column(ForeignKey("papers.arxiv_id"))
+    assessment_id: Mapped[int] = mapped_column(ForeignKey("assessments.id"))  # the one reviewed
+    action: Mapped[str] = mapped_column(String(10))  # confirm | relabel | dismiss | note
+    from_label: Mapped[str] = mapped_column(String(12))  # the label in force before
+    label: Mapped[str | None] = mapped_column(String(12))  # in force after; None: dismissed
+    note: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
 class LLMExchange(Base):
     """Every request to a judge model and what came back, with tokens, latency and any error."""
 
@@ -324,7 +345,7 @@ class Verdict(Base):
     __tablename__ = "verdicts"
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     claim_id: Mapped[str] = mapped_column(ForeignKey("claims.id"), index=True)
-    status: Mapped[str] = mapped_column(String(12))  # DURABLE | PERISHABLE | OVERTURNED | UNTESTED
+    status: Mapped[str] = mapped_column(String(12))  # see monitor/verdicts/rules.py STATUSES
     previous_status: Mapped[str | None] = mapped_column(String(12))
     changed: Mapped[bool] = mapped_column(Boolean, default=False)
     as_of: Mapped[dt.date] = mapped_column(Date)  # evidence up to this date

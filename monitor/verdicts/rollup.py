@@ -11,7 +11,7 @@ import datetime as dt
 import re
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -28,8 +28,12 @@ from monitor.store.models import (
     PaperVersion,
     Verdict,
 )
+from monitor.store.reviews import Decision, decisions_in_force, has_review
 from monitor.store.runs import RunRecord
 from monitor.verdicts.rules import (
+    CONFIRMED,
+    DISMISSED,
+    RELABELLED,
     STATUSES,
     UNTESTED,
     ClaimDate,
@@ -67,8 +71,10 @@ class CurrentVerdict:
     status: str
     as_of: dt.date | None
     summary: str
-    evidence: list[int] = field(default_factory=list)
+    evidence: list[int] = field(default_factory=list)  # assessment ids behind the status
     changed_at: dt.date | None = None  # as_of of the row where the status last moved
+    status_since: dt.date | None = None  # publication date of the paper that moved it (with settings)
+    papers: list[str] = field(default_factory=list)  # arXiv ids (with version) behind the status
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -77,15 +83,40 @@ class CurrentVerdict:
             "date": self.date_text,
             "lines": self.lines,
             "status": self.status,
+            "status_since": self.status_since.isoformat() if self.status_since else None,
             "as_of": self.as_of.isoformat() if self.as_of else None,
             "changed_at": self.changed_at.isoformat() if self.changed_at else None,
             "summary": self.summary,
-            "evidence": self.evidence,
+            "evidence": self.papers,
+            "assessment_ids": self.evidence,
         }
 
 
-def claim_date(claim: Claim) -> ClaimDate:
+def claim_date(claim: Claim, span: tuple[int, int] | None = None) -> ClaimDate:
+    """The claim's own date; an undated claim takes its lines' "Findings span" (`span`, in years) as
+    a fuzzy period, so "newer than the claim" holds for it too."""
+    if claim.date_start is None and span is not None:
+        return ClaimDate(dt.date(span[0], 1, 1), dt.date(span[1], 12, 31), "year", approximate=True)
     return ClaimDate(claim.date_start, claim.date_end, claim.date_precision, bool(claim.date_approximate))
+
+
+def line_spans(session: Session) -> dict[str, tuple[int, int]]:
+    """Each claim's lines' "Findings span" in years: the earliest start and latest end of its lines."""
+    rows = session.execute(
+        select(LineClaim.claim_id, Line.span_start, Line.span_end)
+        .join(Line, Line.id == LineClaim.line_id)
+        .where(LineClaim.retired_at.is_(None), Line.span_start.is_not(None), Line.span_end.is_not(None))
+    )
+    out: dict[str, tuple[int, int]] = {}
+    for claim_id, start, end in rows:
+        first, last = out.get(claim_id, (start, end))
+        out[claim_id] = (min(first, start), max(last, end))
+    return out
+
+
+def claim_dates(session: Session, claims: list[Claim]) -> dict[str, ClaimDate]:
+    spans = line_spans(session)
+    return {c.id: claim_date(c, spans.get(c.id)) for c in claims}
 
 
 def active_claims(session: Session, claim_ids: Iterable[str] | None = None) -> list[Claim]:
@@ -116,7 +147,9 @@ def load_evidence(
 ) -> dict[str, list[EvidenceItem]]:
     """Current assessments per claim as rule inputs, minus the claim's own anchors (if so configured).
 
-    UNRELATED ones never count, so they are left in the database unless asked for (`monitor show`).
+    A curator's decision in force (`monitor review`) replaces the judge's label. UNRELATED ones never
+    count, so they are left in the database unless asked for (`monitor show`) or a curator reviewed the
+    pair (they may have relabelled it).
     """
     query = (
         select(
@@ -146,10 +179,12 @@ def load_evidence(
         .order_by(Assessment.id)
     )
     if not include_unrelated:
-        query = query.where(Assessment.label != "UNRELATED")
+        query = query.where((Assessment.label != "UNRELATED") | has_review())
     if claim_ids is not None:
-        query = query.where(Assessment.claim_id.in_(list(claim_ids)))
+        claim_ids = list(claim_ids)
+        query = query.where(Assessment.claim_id.in_(claim_ids))
     anchors = anchor_ids_by_claim(session) if settings.verdicts.exclude_anchors else {}
+    decisions = decisions_in_force(session, claim_ids)
     out: dict[str, list[EvidenceItem]] = defaultdict(list)
     for row in session.execute(query):
         (
@@ -175,25 +210,37 @@ def load_evidence(
         appeared = published
         if version > 1 and version_updated is not None:
             appeared = version_updated.date()
-        out[claim_id].append(
-            EvidenceItem(
-                assessment_id=aid,
-                arxiv_id=arxiv_id,
-                version=version,
-                title=version_title or paper_title,
-                published=published,
-                appeared=appeared,
-                label=label,
-                confidence=confidence,
-                grounded=grounded,
-                abstained=bool(abstained),
-                judge=judge,
-                model=model,
-                evidence=evidence or "",
-                rationale=rationale or "",
-            )
+        item = EvidenceItem(
+            assessment_id=aid,
+            arxiv_id=arxiv_id,
+            version=version,
+            title=version_title or paper_title,
+            published=published,
+            appeared=appeared,
+            label=label,
+            confidence=confidence,
+            grounded=grounded,
+            abstained=bool(abstained),
+            judge=judge,
+            model=model,
+            evidence=evidence or "",
+            rationale=rationale or "",
         )
+        decision = decisions.get((claim_id, arxiv_id))
+        if decision is not None:
+            item = with_decision(item, decision)
+        if item.label != "UNRELATED" or include_unrelated:
+            out[claim_id].append(item)
     return out
+
+
+def with_decision(item: EvidenceItem, decision: Decision) -> EvidenceItem:
+    """The item as a curator decided it: their label (or dismissed), the judge's kept as `model_label`."""
+    if decision.action == "dismiss":
+        return replace(item, review=DISMISSED)
+    label = decision.label or item.label
+    review = CONFIRMED if label == item.label else RELABELLED
+    return replace(item, label=label, review=review, model_label=item.label)
 
 
 def outcomes(
@@ -202,7 +249,8 @@ def outcomes(
     """Each claim's outcome at `as_of`, computed fresh (the digest uses this for any past period)."""
     th = Thresholds.from_settings(settings.verdicts)
     evidence = load_evidence(session, settings, [c.id for c in claims])
-    return {c.id: decide(evidence.get(c.id, []), th, claim_date(c), as_of) for c in claims}
+    dates = claim_dates(session, claims)
+    return {c.id: decide(evidence.get(c.id, []), th, dates[c.id], as_of) for c in claims}
 
 
 def latest_verdict(session: Session, claim_id: str, as_of: dt.date | None = None) -> Verdict | None:
@@ -221,7 +269,7 @@ def summarise(outcome: Outcome) -> str:
         for m in outcome.movers[:3]
     )
     more = f" and {len(outcome.movers) - 3} more" if len(outcome.movers) > 3 else ""
-    review = f"; {len(outcome.for_review)} local labels for review" if outcome.for_review else ""
+    review = f"; {len(outcome.for_review)} labels for review" if outcome.for_review else ""
     return f"{shown}{more}{review}"
 
 
@@ -297,12 +345,20 @@ def lines_by_claim(session: Session) -> dict[str, list[str]]:
     return out
 
 
-def current_verdicts(store: Store, line_id: str | None = None) -> list[CurrentVerdict]:
-    """The verdict table: every active claim (optionally of one line) with its current verdict."""
+def current_verdicts(
+    store: Store, line_id: str | None = None, settings: Settings | None = None
+) -> list[CurrentVerdict]:
+    """The verdict table: every active claim (optionally of one line) with its current verdict.
+
+    With `settings`, each row also says since when its status holds (the publication date of the
+    paper that moved it) and which papers it rests on, from the evidence as it stands now.
+    """
     with store.session() as s:
         lines = lines_by_claim(s)
         table: list[CurrentVerdict] = []
-        for claim in active_claims(s):
+        claims = active_claims(s)
+        now = outcomes(s, settings, None, claims) if settings is not None else {}
+        for claim in claims:
             claim_lines = lines.get(claim.id, [])
             if line_id is not None and line_id not in claim_lines:
                 continue
@@ -322,6 +378,9 @@ def current_verdicts(store: Store, line_id: str | None = None) -> list[CurrentVe
                     changed_at=moved[-1].as_of if moved else None,
                 )
             )
+            if claim.id in now:
+                table[-1].status_since = now[claim.id].last_changed
+                table[-1].papers = [m.ref for m in now[claim.id].movers]
     order = {status: i for i, status in enumerate(STATUSES)}
     table.sort(key=lambda v: (order.get(v.status, 99), v.lines[:1], v.claim_id))
     return table

@@ -1,29 +1,43 @@
-"""The verdict rules: pure functions from a claim's evidence to DURABLE / PERISHABLE / OVERTURNED / UNTESTED.
+"""The verdict rules: pure functions from a claim's evidence to a status.
 
 Nothing here touches the store; `rollup.py` loads the evidence and keeps the history. The rules, in
-order (docs/verdicts.md explains them for users):
+order (docs/verdicts.md explains them for users, with worked examples):
 
 1. Evidence counts only if its paper is newer than the claim (`evidence_cutoff`), was published on or
-   before `as_of`, is not UNRELATED, has confidence >= min_confidence, and states a stance: a pair the
-   embedded judge marked "related, stance unclear" (abstained) is for review and counts for nothing.
-2. OVERTURNED: a *grounded* OVERTURNS at or above the judge's threshold (the local judge has its own,
-   stricter, calibrated threshold).
-3. PERISHABLE: any RELAXES, or an OVERTURNS that did not clear rule 2 (ungrounded or not confident enough).
-4. DURABLE: only SUPPORTS.
-5. UNTESTED: nothing counts.
+   before `as_of`, is not UNRELATED, is *grounded* (its quote is a real span of the abstract), has
+   confidence >= min_confidence, and states a stance (an abstained "related, stance unclear" pair is for
+   review and counts for nothing). A curator's decision (`monitor review`) overrides the judge's: a
+   dismissed pair counts for nothing, a confirmed or relabelled one counts with its human label at
+   full weight. RELAXES and OVERTURNS from a judge in `confirm_judges` (default: the embedded one)
+   wait for a curator's confirmation before they move a verdict.
+2. Each counted label has a *weight*: its confidence, capped at the precision measured for its judge
+   and label (`monitor eval`), since a judge's self-reported confidence can run ahead of how often it
+   is right. A side's *strength* is the chance that at least one of its distinct papers is right,
+   1 - prod(1 - w) over papers (a paper's best weight, once), so a verdict moves on several papers or
+   one strong one, never on one weak label.
+3. CONTESTED: OVERTURNS and SUPPORTS are both at least `move` strong.
+4. OVERTURNED: OVERTURNS at least `overturn` strong.
+5. PERISHABLE: RELAXES and OVERTURNS together at least `move` strong.
+6. DURABLE: SUPPORTS at least `move` strong.
+7. UNTESTED: nothing strong enough (the weak evidence is kept and shown, for review).
 """
 
 from __future__ import annotations
 
 import calendar
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 DURABLE = "DURABLE"
 PERISHABLE = "PERISHABLE"
+CONTESTED = "CONTESTED"
 OVERTURNED = "OVERTURNED"
 UNTESTED = "UNTESTED"
-STATUSES = (OVERTURNED, PERISHABLE, DURABLE, UNTESTED)  # most to least urgent: the digest's order
+# Most to least urgent: the digest's order.
+STATUSES = (OVERTURNED, CONTESTED, PERISHABLE, DURABLE, UNTESTED)
+STANCES = ("SUPPORTS", "RELAXES", "OVERTURNS")
+CONFIRMED, RELABELLED, DISMISSED = "confirmed", "relabelled", "dismissed"
 
 LOCAL_JUDGE = "local"
 # How strongly a label bears against a claim; used to rank "the strongest" piece of work.
@@ -48,36 +62,80 @@ class EvidenceItem:
     evidence: str = ""
     rationale: str = ""
     abstained: bool = False  # "related, stance unclear": for review, never counted
+    review: str = ""  # a curator's decision in force: "" | confirmed | relabelled | dismissed
+    model_label: str = ""  # the judge's own label, where a curator relabelled it
 
     @property
     def local(self) -> bool:
         return self.judge == LOCAL_JUDGE
 
     @property
+    def reviewed(self) -> bool:
+        """A curator confirmed or relabelled it: the label is theirs."""
+        return self.review in (CONFIRMED, RELABELLED)
+
+    @property
     def ref(self) -> str:
         return f"{self.arxiv_id}v{self.version}"
+
+
+# Measured precision of each judge's stated labels (`monitor eval`, docs/verdicts.md): the embedded
+# judge's on the teacher set's calibration split (its confidences are calibrated to it); the `openai`
+# judge's with a capable LLM (the teacher) answering, domain_dev and SciFact dev pooled: SUPPORTS
+# 136/158, RELAXES 8/10, OVERTURNS 68/87. Your own LLM may differ: measure it with `monitor eval`.
+DEFAULT_PRECISION: dict[str, dict[str, float]] = {
+    "local": {"SUPPORTS": 0.76, "RELAXES": 0.7, "OVERTURNS": 0.75},
+    "openai": {"SUPPORTS": 0.86, "RELAXES": 0.8, "OVERTURNS": 0.78},
+}
+UNKNOWN_JUDGE_PRECISION = 0.5  # a judge nobody measured: its labels need corroboration
 
 
 @dataclass(frozen=True)
 class Thresholds:
     """The configurable numbers the rules use (settings.verdicts)."""
 
-    overturn: float = 0.7
-    local_overturn: float = 0.9
+    move: float = 0.8  # strength a side needs to make a claim DURABLE, PERISHABLE or CONTESTED
+    overturn: float = 0.9  # OVERTURNS strength for OVERTURNED
     min_confidence: float = 0.3
     recent_months: int = 6
+    precision: Mapping[str, Mapping[str, float]] = field(default_factory=lambda: DEFAULT_PRECISION)
+    # Judges whose RELAXES / OVERTURNS move a verdict only once a curator confirmed them.
+    confirm_judges: frozenset[str] = frozenset({LOCAL_JUDGE})
 
     @classmethod
     def from_settings(cls, verdicts: object) -> Thresholds:
         return cls(
-            overturn=verdicts.overturn_threshold,  # type: ignore[attr-defined]
-            local_overturn=verdicts.local_overturn_threshold,  # type: ignore[attr-defined]
+            move=verdicts.move_strength,  # type: ignore[attr-defined]
+            overturn=verdicts.overturn_strength,  # type: ignore[attr-defined]
             min_confidence=verdicts.min_confidence,  # type: ignore[attr-defined]
             recent_months=verdicts.recent_months,  # type: ignore[attr-defined]
+            precision=_merged(DEFAULT_PRECISION, verdicts.precision),  # type: ignore[attr-defined]
+            confirm_judges=frozenset(verdicts.confirm_judges),  # type: ignore[attr-defined]
         )
 
-    def overturn_for(self, judge: str) -> float:
-        return self.local_overturn if judge == LOCAL_JUDGE else self.overturn
+    def weight(self, item: EvidenceItem) -> float:
+        """Rule 2: an item's confidence, capped at its judge's measured precision for its label.
+
+        A curator's label weighs 1: they read the paper.
+        """
+        if item.reviewed:
+            return 1.0
+        cap = self.precision.get(item.judge, {}).get(item.label, UNKNOWN_JUDGE_PRECISION)
+        return min(item.confidence, cap)
+
+    def held(self, item: EvidenceItem) -> bool:
+        """A RELAXES / OVERTURNS that waits for a curator's confirmation before it moves a verdict."""
+        return item.label in _AGAINST and item.judge in self.confirm_judges and not item.reviewed
+
+
+def _merged(
+    defaults: Mapping[str, Mapping[str, float]], mine: Mapping[str, Mapping[str, float]]
+) -> dict[str, dict[str, float]]:
+    """Per judge and label: the configured precision where given, else the shipped default."""
+    out = {judge: dict(labels) for judge, labels in defaults.items()}
+    for judge, labels in mine.items():
+        out.setdefault(judge, {}).update(labels)
+    return out
 
 
 @dataclass(frozen=True)
@@ -96,10 +154,11 @@ class Outcome:
 
     status: str
     movers: list[EvidenceItem] = field(default_factory=list)  # the papers that put it in this status
-    for_review: list[EvidenceItem] = field(default_factory=list)  # local OVERTURNS below its threshold
+    for_review: list[EvidenceItem] = field(default_factory=list)  # OVERTURNS too weak to overturn
     unclear: list[EvidenceItem] = field(default_factory=list)  # "related, stance unclear", in the window
     strongest_recent: EvidenceItem | None = None  # strongest RELAXES/OVERTURNS of the recent window
     counted: list[EvidenceItem] = field(default_factory=list)  # every item that passed rule 1
+    strength: dict[str, float] = field(default_factory=dict)  # per side (SUPPORTS, AGAINST, OVERTURNS)
     last_changed: dt.date | None = None  # when the status last moved (None: never left UNTESTED)
 
     @property
@@ -125,18 +184,33 @@ def evidence_cutoff(date: ClaimDate) -> dt.date | None:
 
 def counts(item: EvidenceItem, cutoff: dt.date | None, as_of: dt.date | None, th: Thresholds) -> bool:
     """Rule 1: whether one assessment bears on the claim's verdict at all."""
-    if item.label not in ("SUPPORTS", "RELAXES", "OVERTURNS") or item.abstained:
+    if item.label not in STANCES or item.review == DISMISSED:
         return False
-    if item.confidence < th.min_confidence:
+    if not item.reviewed and (item.abstained or not item.grounded or item.confidence < th.min_confidence):
         return False
     if cutoff is not None and (item.published is None or item.published <= cutoff):
         return False
     return not (as_of is not None and item.published is not None and item.published > as_of)
 
 
-def overturns(item: EvidenceItem, th: Thresholds) -> bool:
-    """Rule 2: a grounded OVERTURNS confident enough for its judge."""
-    return item.label == "OVERTURNS" and item.grounded and item.confidence >= th.overturn_for(item.judge)
+def side_strength(items: list[EvidenceItem], labels: tuple[str, ...], th: Thresholds) -> float:
+    """Rule 2: the chance that at least one distinct paper with one of `labels` is right."""
+    best: dict[str, float] = {}
+    for item in items:
+        if item.label in labels:
+            best[item.arxiv_id] = max(best.get(item.arxiv_id, 0.0), th.weight(item))
+    missed = 1.0
+    for weight in best.values():
+        missed *= 1.0 - weight
+    return 1.0 - missed
+
+
+def strengths(items: list[EvidenceItem], th: Thresholds) -> dict[str, float]:
+    return {
+        "SUPPORTS": side_strength(items, ("SUPPORTS",), th),
+        "AGAINST": side_strength(items, ("RELAXES", "OVERTURNS"), th),
+        "OVERTURNS": side_strength(items, ("OVERTURNS",), th),
+    }
 
 
 def strength(item: EvidenceItem) -> tuple[int, int, float, str]:
@@ -145,16 +219,21 @@ def strength(item: EvidenceItem) -> tuple[int, int, float, str]:
 
 
 def classify(items: list[EvidenceItem], th: Thresholds) -> tuple[str, list[EvidenceItem]]:
-    """Rules 2-5 on items that already passed rule 1: the status and the papers that set it."""
-    strong = [i for i in items if overturns(i, th)]
-    if strong:
-        return OVERTURNED, _strongest_first(strong)
-    against = [i for i in items if i.label in ("RELAXES", "OVERTURNS")]
-    if against:
-        return PERISHABLE, _strongest_first(against)
-    supports = [i for i in items if i.label == "SUPPORTS"]
-    if supports:
-        return DURABLE, _strongest_first(supports)
+    """Rules 3-7 on items that already passed rule 1: the status and the papers that set it."""
+    items = [i for i in items if not th.held(i)]
+    side = strengths(items, th)
+
+    def having(*labels: str) -> list[EvidenceItem]:
+        return _strongest_first([i for i in items if i.label in labels])
+
+    if side["OVERTURNS"] >= th.move and side["SUPPORTS"] >= th.move:
+        return CONTESTED, having("OVERTURNS", "SUPPORTS")
+    if side["OVERTURNS"] >= th.overturn:
+        return OVERTURNED, having("OVERTURNS")
+    if side["AGAINST"] >= th.move:
+        return PERISHABLE, having("RELAXES", "OVERTURNS")
+    if side["SUPPORTS"] >= th.move:
+        return DURABLE, having("SUPPORTS")
     return UNTESTED, []
 
 
@@ -165,15 +244,20 @@ def decide(
     cutoff = evidence_cutoff(date)
     counted = [i for i in items if counts(i, cutoff, as_of, th)]
     status, movers = classify(counted, th)
-    for_review = [i for i in counted if i.label == "OVERTURNS" and i.local and not overturns(i, th)]
+    settled = status in (OVERTURNED, CONTESTED)
+    for_review = [
+        i for i in counted if th.held(i) or (i.label == "OVERTURNS" and not settled and not i.reviewed)
+    ]
     unclear = [i for i in items if i.abstained and counts(replace(i, abstained=False), cutoff, as_of, th)]
     return Outcome(
         status=status,
         movers=movers,
         for_review=_strongest_first(for_review),
         unclear=_strongest_first(unclear),
-        strongest_recent=_strongest_recent(counted, th, as_of),
+        # Only from evidence that moves verdicts: not what still waits for a curator.
+        strongest_recent=_strongest_recent([i for i in counted if not th.held(i)], th, as_of),
         counted=counted,
+        strength=strengths([i for i in counted if not th.held(i)], th),
         last_changed=_last_changed(counted, th),
     )
 

@@ -11,13 +11,27 @@ from rich.markup import escape
 from rich.table import Table
 
 from monitor.config import Settings
-from monitor.errors import InputError
+from monitor.errors import InputError, UsageError
 from monitor.store.db import Store
 from monitor.store.models import Claim, Line, LineClaim
-from monitor.verdicts.rollup import CurrentVerdict, claim_date, load_evidence, verdict_history
-from monitor.verdicts.rules import EvidenceItem, Thresholds, counts, decide, evidence_cutoff
+from monitor.verdicts.rollup import CurrentVerdict, claim_dates, load_evidence, verdict_history
+from monitor.verdicts.rules import (
+    DISMISSED,
+    EvidenceItem,
+    Outcome,
+    Thresholds,
+    counts,
+    decide,
+    evidence_cutoff,
+)
 
-STYLE = {"OVERTURNED": "bold red", "PERISHABLE": "yellow", "DURABLE": "green", "UNTESTED": "dim"}
+STYLE = {
+    "OVERTURNED": "bold red",
+    "CONTESTED": "magenta",
+    "PERISHABLE": "yellow",
+    "DURABLE": "green",
+    "UNTESTED": "dim",
+}
 
 
 @dataclass
@@ -53,11 +67,27 @@ class ClaimDetail:
     for_review: int = 0
 
 
+def _note(item: EvidenceItem, outcome: Outcome, th: Thresholds) -> str:
+    """Why a counted item deserves a look, or who decided it."""
+    if item.reviewed:
+        said = f" (the judge said {item.model_label})" if item.model_label != item.label else ""
+        return f"{item.review} by a curator{said}"
+    if th.held(item):
+        return "for review: waits for a curator's confirmation (`monitor review`)"
+    if item in outcome.for_review:
+        return "for review: not strong enough to overturn"
+    return ""
+
+
 def _why_not(item: EvidenceItem, cutoff: dt.date | None, th: Thresholds) -> str:
+    if item.review == DISMISSED:
+        return "dismissed by a curator"
     if item.label == "UNRELATED":
         return "unrelated"
     if item.abstained:
         return "related, stance unclear: for review"
+    if not item.grounded:
+        return "ungrounded: its quote is not a real span of the abstract"
     if item.confidence < th.min_confidence:
         return f"below min_confidence {th.min_confidence}"
     if cutoff is not None and (item.published is None or item.published <= cutoff):
@@ -71,9 +101,16 @@ def claim_detail(store: Store, settings: Settings, claim_id: str) -> ClaimDetail
     with store.session() as s:
         claim = s.get(Claim, claim_id)
         if claim is None:
-            matches = s.query(Claim.id).filter(Claim.id.like(f"{claim_id}%")).limit(2).all()
+            matches = [
+                m for (m,) in s.query(Claim.id).filter(Claim.id.like(f"{claim_id}%")).order_by(Claim.id)
+            ]
             if len(matches) == 1:
-                claim = s.get(Claim, matches[0][0])
+                claim = s.get(Claim, matches[0])
+            elif len(matches) > 1:
+                shown = ", ".join(matches[:10]) + (
+                    f" and {len(matches) - 10} more" if len(matches) > 10 else ""
+                )
+                raise UsageError(f"claim id prefix {claim_id!r} is ambiguous: {shown}")
         if claim is None:
             raise InputError("claim", None, f"no claim with id {claim_id!r} (see `monitor verdicts`)")
         lines = [
@@ -83,7 +120,7 @@ def claim_detail(store: Store, settings: Settings, claim_id: str) -> ClaimDetail
             .filter(LineClaim.claim_id == claim.id, LineClaim.retired_at.is_(None))
             .order_by(Line.id)
         ]
-        date = claim_date(claim)
+        date = claim_dates(s, [claim])[claim.id]
         cutoff = evidence_cutoff(date)
         items = load_evidence(s, settings, [claim.id], include_unrelated=True).get(claim.id, [])
         outcome = decide(items, th, date)
@@ -101,10 +138,9 @@ def claim_detail(store: Store, settings: Settings, claim_id: str) -> ClaimDetail
         )
     for item in sorted(items, key=lambda i: i.published or dt.date.min, reverse=True):
         ok = counts(item, cutoff, None, th)
-        note = "for review (local judge)" if item in outcome.for_review else ""
-        if ok and not item.grounded:
-            note = "ungrounded quote"
-        detail.evidence.append(EvidenceLine(item, ok, note if ok else _why_not(item, cutoff, th)))
+        detail.evidence.append(
+            EvidenceLine(item, ok, _note(item, outcome, th) if ok else _why_not(item, cutoff, th))
+        )
     return detail
 
 
@@ -124,7 +160,7 @@ def print_claim(console: Console, d: ClaimDetail) -> None:
         table = Table(
             title=f"Evidence ({len(relevant)} relevant, {unrelated} unrelated)", title_justify="left"
         )
-        for col in ("paper", "published", "label", "conf", "judge", "counts", "note / quote"):
+        for col in ("paper", "published", "label", "conf", "judge", "counts", "quote, and why"):
             table.add_column(col, overflow="fold")
         for e in relevant:
             table.add_row(
@@ -134,7 +170,9 @@ def print_claim(console: Console, d: ClaimDetail) -> None:
                 f"{e.item.confidence:.2f}",
                 e.item.judge,
                 "yes" if e.counted else "no",
-                escape(e.note or e.item.evidence[:120]),
+                escape(
+                    "\n".join(part for part in (e.item.evidence and f"“{e.item.evidence}”", e.note) if part)
+                ),
             )
         console.print(table)
     else:
@@ -170,7 +208,7 @@ def print_verdicts(console: Console, rows: list[CurrentVerdict], as_json: bool =
             f"{escape(r.text[:90])}\n[dim]{r.claim_id}[/]",
             escape(r.date_text or "undated"),
             escape(", ".join(r.lines)),
-            str(r.changed_at or "—"),
+            str(r.status_since or r.changed_at or "—"),
             escape(r.summary),
         )
     console.print(table)

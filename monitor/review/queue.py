@@ -1,0 +1,255 @@
+"""What needs a curator, and recording what they decided (`monitor review`).
+
+The queue is every pair whose label a careful reader should check before trusting the digest, most
+urgent first:
+
+1. a RELAXES / OVERTURNS that waits for confirmation before it moves a verdict (`confirm_judges`),
+2. an OVERTURNS not strong enough to overturn the claim,
+3. a paper behind a claim's current verdict,
+4. "related, stance unclear" (the embedded judge withheld its stance),
+5. weak evidence that moves nothing on its own.
+
+A pair leaves the queue once a decision (confirm, relabel, dismiss) is in force; a note alone keeps
+it there. Decisions are keyed by (claim, paper), so they survive re-judging.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from monitor.config import Settings
+from monitor.errors import UsageError
+from monitor.report.render import arxiv_url
+from monitor.store.db import Store
+from monitor.store.models import Assessment, Claim, Paper, PaperVersion, Review
+from monitor.store.reviews import add_review, decisions_in_force, history
+from monitor.verdicts.rollup import active_claims, claim_dates, load_evidence
+from monitor.verdicts.rules import STANCES, EvidenceItem, Thresholds, decide
+
+LABELS = (*STANCES, "UNRELATED")
+SHORT = {"S": "SUPPORTS", "R": "RELAXES", "O": "OVERTURNS", "U": "UNRELATED"}
+REASONS = (
+    "needs a curator's confirmation before it moves the verdict",
+    "OVERTURNS not strong enough to overturn the claim",
+    "a paper behind the claim's verdict",
+    "related, stance unclear",
+    "weak evidence: moves nothing on its own",
+)
+
+
+@dataclass
+class ReviewItem:
+    """One pair to review, with everything the reader needs to decide."""
+
+    assessment_id: int
+    claim_id: str
+    claim: str
+    claim_date: str | None
+    arxiv_id: str
+    version: int
+    title: str
+    abstract: str
+    label: str
+    confidence: float
+    judge: str
+    evidence: str
+    rationale: str
+    reason: str
+    priority: int
+    status: str  # the claim's verdict now
+
+    @property
+    def url(self) -> str:
+        return arxiv_url(f"{self.arxiv_id}v{self.version}")
+
+    def as_dict(self) -> dict[str, object]:
+        return {**asdict(self), "url": self.url}
+
+
+def review_queue(store: Store, settings: Settings) -> list[ReviewItem]:
+    """Every pair that needs a curator, most urgent first."""
+    th = Thresholds.from_settings(settings.verdicts)
+    queue: list[tuple[tuple[int, float, int], EvidenceItem, Claim, str, int]] = []
+    with store.session() as s:
+        claims = active_claims(s)
+        evidence = load_evidence(s, settings, [c.id for c in claims])
+        dates = claim_dates(s, claims)
+        for claim in claims:
+            outcome = decide(evidence.get(claim.id, []), th, dates[claim.id])
+            seen: set[int] = set()
+            groups = (
+                [i for i in outcome.counted if th.held(i)],
+                [i for i in outcome.for_review if not th.held(i)],
+                [i for i in outcome.movers if not i.reviewed],
+                outcome.unclear,
+                [i for i in outcome.counted if not i.reviewed],
+            )
+            for priority, group in enumerate(groups):
+                for item in group:
+                    if item.assessment_id in seen or item.review:
+                        continue
+                    seen.add(item.assessment_id)
+                    key = (priority, -th.weight(item), item.assessment_id)
+                    queue.append((key, item, claim, outcome.status, priority))
+        queue.sort(key=lambda entry: entry[0])
+        abstracts = _abstracts(s, [(e[1].arxiv_id, e[1].version) for e in queue])
+        return [
+            ReviewItem(
+                assessment_id=item.assessment_id,
+                claim_id=claim.id,
+                claim=claim.text,
+                claim_date=claim.date_text,
+                arxiv_id=item.arxiv_id,
+                version=item.version,
+                title=item.title,
+                abstract=abstracts.get((item.arxiv_id, item.version), ""),
+                label=item.label,
+                confidence=item.confidence,
+                judge=item.judge,
+                evidence=item.evidence,
+                rationale=item.rationale,
+                reason=REASONS[priority],
+                priority=priority,
+                status=status,
+            )
+            for _, item, claim, status, priority in queue
+        ]
+
+
+def _abstracts(session: Session, keys: list[tuple[str, int]]) -> dict[tuple[str, int], str]:
+    """Each (paper, version)'s abstract: the version's own, else the paper's."""
+    ids = sorted({arxiv_id for arxiv_id, _ in keys})
+    if not ids:
+        return {}
+    versions = select(PaperVersion.arxiv_id, PaperVersion.version, PaperVersion.abstract)
+    by_version = {(a, v): t for a, v, t in session.execute(versions.where(PaperVersion.arxiv_id.in_(ids)))}
+    papers = select(Paper.arxiv_id, Paper.abstract).where(Paper.arxiv_id.in_(ids))
+    by_paper = {a: t for a, t in session.execute(papers)}
+    return {key: by_version.get(key) or by_paper.get(key[0], "") for key in keys}
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What `record` wrote."""
+
+    review_id: int
+    assessment_id: int
+    claim_id: str
+    arxiv_id: str
+    action: str
+    from_label: str
+    label: str | None
+
+
+def parse_label(value: str) -> str:
+    """S / R / O / U or a full label, any case."""
+    label = SHORT.get(value.strip().upper(), value.strip().upper())
+    if label not in LABELS:
+        raise UsageError(f"--label {value!r}: use one of S, R, O, U or {', '.join(LABELS)}")
+    return label
+
+
+def record(
+    store: Store,
+    assessment_id: int,
+    label: str | None = None,
+    dismiss: bool = False,
+    note: str = "",
+) -> Recorded:
+    """A curator's decision on an assessment's (claim, paper) pair: confirm or relabel (`label`),
+    dismiss, or only a note. Written in one transaction."""
+    if dismiss and label:
+        raise UsageError("give either --label or --dismiss, not both")
+    if not (label or dismiss or note.strip()):
+        raise UsageError("nothing to record: give --label, --dismiss or --note")
+    with store.session() as s:
+        assessment = s.get(Assessment, assessment_id)
+        if assessment is None:
+            raise UsageError(f"no assessment with id {assessment_id} (see `monitor review list`)")
+        decision = decisions_in_force(s, [assessment.claim_id]).get(
+            (assessment.claim_id, assessment.arxiv_id)
+        )
+        in_force = assessment.label if decision is None else decision.label or "DISMISSED"
+        if dismiss:
+            action, new = "dismiss", None
+        elif label:
+            new = parse_label(label)
+            action = "confirm" if new == assessment.label else "relabel"
+        else:
+            action, new = "note", None if in_force == "DISMISSED" else in_force
+        row = add_review(s, assessment, action, new, note.strip(), in_force)
+        return Recorded(row.id, assessment.id, row.claim_id, row.arxiv_id, action, in_force, new)
+
+
+def decisions(store: Store) -> list[dict[str, object]]:
+    """Every reviewed pair with its decision in force and its history (from, to, when, note)."""
+    out: list[dict[str, object]] = []
+    with store.session() as s:
+        in_force = decisions_in_force(s)
+        for (claim_id, arxiv_id), decision in sorted(in_force.items()):
+            rows = history(s, claim_id, arxiv_id)
+            out.append(
+                {
+                    "claim_id": claim_id,
+                    "arxiv_id": arxiv_id,
+                    "action": decision.action,
+                    "label": decision.label,
+                    "history": [_history_row(r) for r in rows],
+                }
+            )
+    return out
+
+
+def _history_row(row: Review) -> dict[str, object]:
+    return {
+        "review_id": row.id,
+        "assessment_id": row.assessment_id,
+        "action": row.action,
+        "from": row.from_label,
+        "to": row.label,
+        "when": row.created_at.isoformat(timespec="seconds"),
+        "note": row.note,
+    }
+
+
+def export_pairs(store: Store, path: Path) -> int:
+    """Reviewed pairs in `monitor eval --pairs` format (a dismissed pair is UNRELATED); returns the count.
+
+    So reviews become evaluation and training data. Written atomically.
+    """
+    from monitor.report.digest import write_atomic
+
+    rows: list[str] = []
+    with store.session() as s:
+        for (claim_id, arxiv_id), decision in sorted(decisions_in_force(s).items()):
+            claim = s.get(Claim, claim_id)
+            paper = s.get(Paper, arxiv_id)
+            review = s.get(Review, decision.review_id)
+            if claim is None or paper is None or review is None:
+                continue
+            assessment = s.get(Assessment, review.assessment_id)
+            rows.append(
+                json.dumps(
+                    {
+                        "claim_id": claim_id,
+                        "claim": claim.text,
+                        "claim_date": claim.date_text or "",
+                        "arxiv_id": arxiv_id,
+                        "title": paper.title,
+                        "abstract": paper.abstract,
+                        "label": decision.label or "UNRELATED",
+                        "review": decision.action,
+                        "model_label": assessment.label if assessment else None,
+                        "note": decision.note,
+                        "reviewed_at": review.created_at.isoformat(timespec="seconds"),
+                    },
+                    ensure_ascii=False,
+                )
+            )
+    write_atomic(path, "".join(line + "\n" for line in rows))
+    return len(rows)

@@ -1,0 +1,134 @@
+"""`monitor review`: walk the review queue in the terminal, one key per decision.
+
+Each pair shows the claim and its date, the label and who gave it, the quote highlighted inside the
+abstract, the rationale and the link. Every decision is written as soon as it is made, so quitting
+(or a crash) loses nothing. On a terminal one key press decides; from a pipe, one line per decision
+(its first character), which is what scripts and tests use.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from rich.console import Console
+from rich.markup import escape
+from rich.text import Text
+
+from monitor.review.queue import SHORT, ReviewItem, record
+from monitor.store.db import Store
+
+HELP = (
+    "[bold]y[/] confirm · relabel [bold]s[/] SUPPORTS [bold]r[/] RELAXES [bold]o[/] OVERTURNS "
+    "[bold]u[/] UNRELATED · [bold]d[/] dismiss · [bold]n[/] note · [bold]k[/] skip · [bold]q[/] quit"
+)
+KEYS = {"y": "confirm", "d": "dismiss", "n": "note", "k": "skip", " ": "skip", "q": "quit"}
+
+
+@dataclass
+class WalkSummary:
+    """What a review session did."""
+
+    confirmed: int = 0
+    relabelled: int = 0
+    dismissed: int = 0
+    notes: int = 0
+    skipped: int = 0
+    left: int = 0  # not reached before quitting
+    changed_claims: set[str] = field(default_factory=set)
+
+    @property
+    def decided(self) -> int:
+        return self.confirmed + self.relabelled + self.dismissed
+
+
+def read_key() -> str:
+    """One key on a terminal; one line's first character from a pipe ("" at its end: quit)."""
+    if sys.stdin.isatty():
+        import click
+
+        return click.getchar().lower()
+    line = sys.stdin.readline()
+    if not line:
+        return "q"
+    return (line.strip() or " ")[0].lower()
+
+
+def read_line(prompt: str) -> str:
+    if sys.stdin.isatty():
+        return input(prompt)
+    return sys.stdin.readline().rstrip("\n")
+
+
+def highlighted(abstract: str, quote: str) -> Text:
+    """The abstract with the quote's span styled; whitespace and case may differ from the quote."""
+    text = Text(abstract)
+    words = re.findall(r"\S+", quote.strip().strip("\"'"))
+    if words:
+        pattern = r"\s+".join(re.escape(w) for w in words)
+        match = re.search(pattern, abstract, re.IGNORECASE)
+        if match:
+            text.stylize("bold reverse", match.start(), match.end())
+    return text
+
+
+def show(console: Console, item: ReviewItem, position: int, total: int) -> None:
+    console.rule(f"[{position}/{total}] {escape(item.reason)}")
+    console.print(
+        f"[bold]Claim[/] {escape(item.claim_id)} ({escape(item.claim_date or 'undated')}), now {item.status}"
+    )
+    console.print(escape(item.claim), soft_wrap=True)
+    console.print(
+        f"[bold]{item.label}[/] {item.confidence:.2f} by {escape(item.judge)} · "
+        f"[link={item.url}]{escape(item.title)}[/link] {item.url}",
+        soft_wrap=True,
+    )
+    console.print(highlighted(item.abstract, item.evidence), soft_wrap=True)
+    if item.evidence:
+        console.print(f"[dim]quote:[/] {escape(item.evidence)}", soft_wrap=True)
+    if item.rationale:
+        console.print(f"[dim]rationale:[/] {escape(item.rationale)}", soft_wrap=True)
+    console.print(HELP)
+
+
+def walk(
+    console: Console,
+    store: Store,
+    queue: list[ReviewItem],
+    key: Callable[[], str] = read_key,
+    line: Callable[[str], str] = read_line,
+) -> WalkSummary:
+    """Show each pair and record the curator's decision; stops at `q` or the end of input."""
+    summary = WalkSummary()
+    for index, item in enumerate(queue, start=1):
+        show(console, item, index, len(queue))
+        while True:
+            pressed = key()
+            if pressed.upper() in SHORT or KEYS.get(pressed):
+                break
+            console.print(HELP)
+        if KEYS.get(pressed) == "quit":
+            summary.left = len(queue) - index + 1
+            break
+        if KEYS.get(pressed) == "skip":
+            summary.skipped += 1
+            continue
+        if KEYS.get(pressed) == "note":
+            record(store, item.assessment_id, note=line("note: "))
+            summary.notes += 1
+            continue
+        if KEYS.get(pressed) == "dismiss":
+            done = record(store, item.assessment_id, dismiss=True)
+            summary.dismissed += 1
+        else:
+            label = item.label if KEYS.get(pressed) == "confirm" else SHORT[pressed.upper()]
+            done = record(store, item.assessment_id, label=label)
+            if done.action == "confirm":
+                summary.confirmed += 1
+            else:
+                summary.relabelled += 1
+        summary.changed_claims.add(item.claim_id)
+        console.print(f"[green]{done.action}[/] {done.from_label} -> {done.label or 'dismissed'}")
+    return summary

@@ -1,0 +1,224 @@
+"""`monitor review`: curators' decisions override the judge's, survive re-judging, and keep history."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from digest_world import TRUSTED_ENV, World, trusted_settings
+from sqlalchemy import text
+
+from monitor.errors import UsageError
+from monitor.judge.evaluate import read_pairs
+from monitor.report.digest import gather_digest
+from monitor.report.period import resolve_period
+from monitor.report.render import render
+from monitor.review.queue import REASONS, decisions, export_pairs, record, review_queue
+from monitor.review.terminal import highlighted, walk
+from monitor.store import SCHEMA_VERSION, open_store
+from monitor.verdicts.rollup import compute_verdicts, current_verdicts
+from monitor.verdicts.show import claim_detail
+
+ABSTRACT = "We train with RL. Contrary to prior work, RL updates most parameters densely across layers."
+QUOTE = "RL updates most parameters densely across layers"
+
+
+def world(store) -> World:
+    w = World(store)
+    w.line("rl", "What breaks?")
+    w.claim(
+        "c1",
+        "RL updates few parameters",
+        ("rl",),
+        "2025-05",
+        dt.date(2025, 5, 1),
+        dt.date(2025, 5, 31),
+        "month",
+    )
+    return w
+
+
+def status(store, settings) -> str:
+    compute_verdicts(store, settings)
+    [row] = current_verdicts(store)
+    return row.status
+
+
+def test_a_confirmation_moves_the_verdict_and_survives_rejudging(store) -> None:
+    settings = trusted_settings()
+    w = world(store)
+    w.paper("2509.00001", "Dense RL", dt.date(2025, 9, 1), abstract=ABSTRACT)
+    weak = w.assess("2509.00001", "c1", "OVERTURNS", 0.6, evidence=QUOTE)
+    assert status(store, settings) == "UNTESTED"  # one weak label moves nothing
+    [item] = review_queue(store, settings)
+    assert item.assessment_id == weak and item.reason == REASONS[1] and item.abstract == ABSTRACT
+    done = record(store, weak, label="O", note="read the paper: dense")
+    assert (done.action, done.from_label, done.label) == ("confirm", "OVERTURNS", "OVERTURNS")
+    assert status(store, settings) == "OVERTURNED"  # a curator's label weighs 1
+    assert review_queue(store, settings) == []
+    # A retest with a new model relabels the pair SUPPORTS: the curator's OVERTURNS stays in force.
+    w.assess("2509.00001", "c1", "SUPPORTS", 0.95, evidence=QUOTE, judge="openai")
+    assert status(store, settings) == "OVERTURNED"
+    shown = {e.item.arxiv_id: e.note for e in claim_detail(store, settings, "c1").evidence}
+    assert shown["2509.00001"] == "relabelled by a curator (the judge said SUPPORTS)"
+
+
+def test_relabel_dismiss_and_history(store) -> None:
+    settings = trusted_settings()
+    w = world(store)
+    w.paper("2509.00001", "Replication", dt.date(2025, 9, 1), abstract=ABSTRACT)
+    support = w.assess("2509.00001", "c1", "SUPPORTS", 0.9, evidence=QUOTE)
+    w.paper("2509.00002", "Off topic", dt.date(2025, 9, 2), abstract=ABSTRACT)
+    unrelated = w.assess("2509.00002", "c1", "UNRELATED", 0.9, evidence="")
+    assert status(store, settings) == "DURABLE"
+    record(store, support, label="U")  # not support after all
+    assert status(store, settings) == "UNTESTED"
+    record(store, unrelated, label="SUPPORTS")  # the judge missed this one
+    assert status(store, settings) == "DURABLE"
+    record(store, unrelated, dismiss=True, note="a survey, no finding")
+    assert status(store, settings) == "UNTESTED"
+    record(store, unrelated, note="checked again")  # a note changes nothing
+    assert status(store, settings) == "UNTESTED"
+    [_, dismissed] = decisions(store)
+    assert dismissed["action"] == "dismiss" and dismissed["label"] is None
+    steps = [(h["action"], h["from"], h["to"], h["note"]) for h in dismissed["history"]]
+    assert steps == [
+        ("relabel", "UNRELATED", "SUPPORTS", ""),
+        ("dismiss", "SUPPORTS", None, "a survey, no finding"),
+        ("note", "DISMISSED", None, "checked again"),
+    ]
+    notes = {e.item.arxiv_id: (e.counted, e.note) for e in claim_detail(store, settings, "c1").evidence}
+    assert notes["2509.00002"] == (False, "dismissed by a curator")
+
+
+def test_bad_decisions_name_what_is_wrong(store) -> None:
+    w = world(store)
+    w.paper("2509.00001", "P", dt.date(2025, 9, 1))
+    aid = w.assess("2509.00001", "c1", "SUPPORTS", 0.9)
+    with pytest.raises(UsageError, match="no assessment with id 999"):
+        record(store, 999, label="S")
+    with pytest.raises(UsageError, match="--label 'X'"):
+        record(store, aid, label="X")
+    with pytest.raises(UsageError, match="either --label or --dismiss"):
+        record(store, aid, label="S", dismiss=True)
+    with pytest.raises(UsageError, match="nothing to record"):
+        record(store, aid)
+
+
+def test_embedded_judges_relaxes_waits_for_confirmation(store) -> None:
+    settings = trusted_settings()  # confirm_judges defaults to the embedded judge
+    w = world(store)
+    ids = []
+    for n in (1, 2):
+        w.paper(f"2509.0000{n}", f"Relaxing {n}", dt.date(2025, 9, n), abstract=ABSTRACT)
+        ids.append(w.assess(f"2509.0000{n}", "c1", "RELAXES", 0.9, evidence=QUOTE, judge="local"))
+    assert status(store, settings) == "UNTESTED"  # two strong local RELAXES, unconfirmed
+    queue = review_queue(store, settings)
+    assert [i.reason for i in queue] == [REASONS[0], REASONS[0]]
+    record(store, ids[0], label="R")
+    assert status(store, settings) == "PERISHABLE"
+    settings.verdicts.confirm_judges = []
+    record(store, ids[0], dismiss=True)
+    assert status(store, settings) == "UNTESTED"  # one local RELAXES (0.76 at most) is too weak
+    w.paper("2509.00003", "Relaxing 3", dt.date(2025, 9, 3), abstract=ABSTRACT)
+    w.assess("2509.00003", "c1", "RELAXES", 0.9, evidence=QUOTE, judge="local")
+    assert status(store, settings) == "PERISHABLE"  # published unreviewed when nobody must confirm
+
+
+def test_export_writes_pairs_monitor_eval_reads(store, tmp_path: Path) -> None:
+    w = world(store)
+    w.paper("2509.00001", "Dense RL", dt.date(2025, 9, 1), abstract=ABSTRACT)
+    aid = w.assess("2509.00001", "c1", "SUPPORTS", 0.7, evidence=QUOTE)
+    w.paper("2509.00002", "Survey", dt.date(2025, 9, 2), abstract=ABSTRACT)
+    other = w.assess("2509.00002", "c1", "RELAXES", 0.7, evidence=QUOTE)
+    record(store, aid, label="O", note="contradicts")
+    record(store, other, dismiss=True)
+    path = tmp_path / "reviewed.jsonl"
+    assert export_pairs(store, path) == 2
+    pairs = read_pairs(path)
+    assert [(p.label, p.title) for p in pairs] == [("OVERTURNS", "Dense RL"), ("UNRELATED", "Survey")]
+    assert pairs[0].extra["model_label"] == "SUPPORTS" and pairs[0].extra["note"] == "contradicts"
+
+
+def test_walk_records_each_key_and_the_digest_marks_confirmed_evidence(store) -> None:
+    from rich.console import Console
+
+    settings = trusted_settings()
+    w = world(store)
+    for n, label in ((1, "OVERTURNS"), (2, "SUPPORTS"), (3, "RELAXES"), (4, "SUPPORTS")):
+        w.paper(f"2603.1000{n}", f"Paper {n}", dt.date(2026, 3, 10), abstract=ABSTRACT)
+        w.assess(f"2603.1000{n}", "c1", label, 0.5, evidence=QUOTE)
+    queue = review_queue(store, settings)
+    assert [i.label for i in queue][0] == "OVERTURNS"  # too weak to overturn: first
+    keys = iter(["x", "y", "u", "n", "d", "q"])  # x is not a key: asked again
+    console = Console(record=True, width=120)
+    summary = walk(console, store, queue, key=lambda: next(keys), line=lambda _: "see fig. 3")
+    assert (summary.confirmed, summary.relabelled, summary.notes, summary.dismissed) == (1, 1, 1, 1)
+    assert summary.left == 0
+    out = console.export_text()
+    assert (
+        "RL updates few parameters" in out
+        and "2025-05" in out
+        and "https://arxiv.org/abs/2603.10001v1" in out
+    )
+    digest = gather_digest(store, settings, resolve_period("2026-W11"))
+    text_md = render(digest, "md", settings)
+    assert "· ✓ **confirmed by a curator**" in text_md
+
+
+def test_quote_is_highlighted_inside_the_abstract() -> None:
+    shown = highlighted(ABSTRACT, "rl updates most   parameters densely")
+    [span] = shown.spans
+    assert ABSTRACT[span.start : span.end] == "RL updates most parameters densely" and "reverse" in str(
+        span.style
+    )
+    assert highlighted(ABSTRACT, "not in it at all").spans == []
+
+
+def test_a_v3_store_gains_the_reviews_table(db_url: str) -> None:
+    store = open_store(db_url)
+    with store.engine.begin() as conn:
+        conn.execute(text("DROP TABLE reviews"))
+        conn.execute(text("UPDATE schema_version SET version = 3"))
+    store.close()
+    store = open_store(db_url)  # migrates
+    with store.engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM reviews")).scalar() == 0
+        assert conn.execute(text("SELECT version FROM schema_version")).scalar() == SCHEMA_VERSION == 4
+    store.close()
+
+
+def test_cli_set_list_and_the_interactive_walk(db_url: str, tmp_path: Path) -> None:
+    store = open_store(db_url)
+    w = world(store)
+    w.paper("2509.00001", "Dense RL", dt.date(2025, 9, 1), abstract=ABSTRACT)
+    first = w.assess("2509.00001", "c1", "OVERTURNS", 0.6, evidence=QUOTE)
+    w.paper("2509.00002", "Sparse RL", dt.date(2025, 9, 2), abstract=ABSTRACT)
+    w.assess("2509.00002", "c1", "SUPPORTS", 0.6, evidence=QUOTE)
+    store.close()
+    env = dict(os.environ, MONITOR_DATABASE__URL=db_url, **TRUSTED_ENV)
+    env.pop("MONITOR_CONFIG", None)
+
+    def monitor(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-c", "from monitor.cli import main; main()", *args]
+        return subprocess.run(command, cwd=tmp_path, env=env, input=stdin, capture_output=True, text=True)
+
+    listed = monitor("review", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert [row["assessment_id"] for row in json.loads(listed.stdout)][0] == first
+    done = monitor("review", "set", str(first), "--label", "O", "--note", "checked")
+    assert done.returncode == 0, done.stderr
+    assert "confirm c1 × 2509.00001: OVERTURNS -> OVERTURNS; verdicts changed 1" in done.stdout
+    walked = monitor("review", stdin="s\n")  # the one left: confirm it as SUPPORTS
+    assert walked.returncode == 0, walked.stderr
+    assert "confirmed 1, relabelled 0, dismissed 0, notes 0, skipped 0, left 0" in walked.stdout
+    assert "Nothing needs review." in monitor("review").stdout
+    reviewed = json.loads(monitor("review", "list", "--reviewed", "--json").stdout)
+    assert [r["history"][0]["note"] for r in reviewed] == ["checked", ""]
+    bad = monitor("review", "set", "12345", "--label", "S")
+    assert bad.returncode == 64 and "no assessment with id 12345" in bad.stderr
