@@ -5,8 +5,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -222,3 +224,51 @@ def test_cli_set_list_and_the_interactive_walk(db_url: str, tmp_path: Path) -> N
     assert [r["history"][0]["note"] for r in reviewed] == ["checked", ""]
     bad = monitor("review", "set", "12345", "--label", "S")
     assert bad.returncode == 64 and "no assessment with id 12345" in bad.stderr
+
+
+def test_the_walk_on_a_real_terminal_takes_single_key_presses(sqlite_url: str, tmp_path: Path) -> None:
+    import pty
+    import select as select_module
+
+    store = open_store(sqlite_url)
+    w = world(store)
+    for n in (1, 2):
+        w.paper(f"2509.0000{n}", f"Paper {n}", dt.date(2025, 9, n), abstract=ABSTRACT)
+        w.assess(f"2509.0000{n}", "c1", "OVERTURNS", 0.6, evidence=QUOTE)
+    store.close()
+    env = dict(os.environ, MONITOR_DATABASE__URL=sqlite_url, COLUMNS="100", **TRUSTED_ENV)
+    env.pop("MONITOR_CONFIG", None)
+    main_fd, child_fd = pty.openpty()
+    command = [sys.executable, "-c", "from monitor.cli import main; main()", "review"]
+    proc = subprocess.Popen(command, stdin=child_fd, stdout=child_fd, stderr=child_fd, cwd=tmp_path, env=env)
+    os.close(child_fd)
+    seen = b""
+
+    def plain() -> bytes:  # without colours, styles and links
+        return re.sub(rb"\x1b\[[0-9;]*[A-Za-z]|\x1b\]8;[^\x1b]*\x1b\\", b"", seen)
+
+    def read_until(marker: bytes, timeout: float = 60.0) -> None:
+        nonlocal seen
+        deadline = time.monotonic() + timeout
+        while marker not in plain() and time.monotonic() < deadline:
+            ready, _, _ = select_module.select([main_fd], [], [], 0.5)
+            if ready:
+                try:
+                    seen += os.read(main_fd, 65536)
+                except OSError:
+                    break
+        assert marker in plain(), plain().decode(errors="replace")[-2000:]
+
+    # Each key once the prompt is up and the terminal is in raw mode: one key, no Enter.
+    read_until(b"k skip")
+    time.sleep(1.0)
+    os.write(main_fd, b"y")
+    read_until(b"[2/2]")
+    time.sleep(1.0)
+    os.write(main_fd, b"q")
+    read_until(b"confirmed 1, relabelled 0, dismissed 0, notes 0, skipped 0, left 1")
+    assert proc.wait(timeout=60) == 0
+    os.close(main_fd)
+    store = open_store(sqlite_url)
+    assert [d["action"] for d in decisions(store)] == ["confirm"]
+    store.close()
