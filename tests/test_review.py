@@ -272,3 +272,16 @@ def test_the_walk_on_a_real_terminal_takes_single_key_presses(sqlite_url: str, t
     store = open_store(sqlite_url)
     assert [d["action"] for d in decisions(store)] == ["confirm"]
     store.close()
+
+
+def test_a_confirmed_relaxes_names_its_condition_in_the_digest(store) -> None:
+    settings = trusted_settings()
+    w = world(store)
+    w.paper("2603.20001", "Only at small scale", dt.date(2026, 3, 10), abstract=ABSTRACT)
+    aid = w.assess("2603.20001", "c1", "RELAXES", 0.7, evidence=QUOTE)
+    text_before = render(gather_digest(store, settings, resolve_period("2026-W11")), "md", settings)
+    assert "Narrower than stated?" not in text_before  # not confirmed yet
+    record(store, aid, label="R")
+    text_md = render(gather_digest(store, settings, resolve_period("2026-W11")), "md", settings)
+    assert "**Narrower than stated?** Confirmed RELAXES evidence names the condition:" in text_md
+    assert f"> {QUOTE} — [Only at small scale](https://arxiv.org/abs/2603.20001v1)" in text_md

@@ -71,6 +71,8 @@ class ClaimView:
     strength: dict[str, float] = field(default_factory=dict)  # per side at the period's end (rules.py)
     more_evidence: int = 0  # new evidence beyond the strongest EVIDENCE_PER_CLAIM, not shown
     dated: bool = False  # a dated claim (what the seeds' research prompts ask about): shown first
+    # Confirmed RELAXES: each quote names a condition under which the claim holds (or fails) only.
+    conditions: list[EvidenceView] = field(default_factory=list)
     moved_by: EvidenceView | None = None  # the strongest paper behind a changed verdict
 
     @property
@@ -236,6 +238,7 @@ def _claim_view(claim: Claim, now: Outcome, before: Outcome, period: Period, lin
         line_ids=lines,
         strength=now.strength if now.counted else {},
         dated=claim.kind == "dated",
+        conditions=[EvidenceView(i) for i in now.counted if i.reviewed and i.label == "RELAXES" and i.evidence],
         more_evidence=more,
         moved_by=EvidenceView(now.movers[0], now.movers[0] in now.for_review) if now.movers else None,
     )
