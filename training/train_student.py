@@ -284,11 +284,14 @@ def main() -> None:
     # Easy negatives (off-topic papers, SciFact's unrelated abstracts) teach little after the first few
     # hundred; keeping a share of them spends the epochs on the on-topic pairs that are hard.
     keep = random.Random(args.seed)
+    # SciFact's NOT_ENOUGH_INFO pairs are hard ones (the abstract a claim cites, without a rationale):
+    # all kept.
     train_rows = [
         r
         for r in split["train"] + read_jsonl(args.scifact)
         if r["label"] != "UNRELATED"
-        or (r.get("bucket") in ("top", "cut", "source"))
+        or "split" not in r
+        or (r.get("bucket") in ("top", "cut", "source", "hard", "near"))
         or keep.random() < args.easy_keep
     ]
     if args.limit:

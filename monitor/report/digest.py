@@ -238,7 +238,9 @@ def _claim_view(claim: Claim, now: Outcome, before: Outcome, period: Period, lin
         line_ids=lines,
         strength=now.strength if now.counted else {},
         dated=claim.kind == "dated",
-        conditions=[EvidenceView(i) for i in now.counted if i.reviewed and i.label == "RELAXES" and i.evidence],
+        conditions=[
+            EvidenceView(i) for i in now.counted if i.reviewed and i.label == "RELAXES" and i.evidence
+        ],
         more_evidence=more,
         moved_by=EvidenceView(now.movers[0], now.movers[0] in now.for_review) if now.movers else None,
     )
