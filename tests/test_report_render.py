@@ -238,3 +238,21 @@ def test_dated_claims_come_first_in_their_line(lite) -> None:
     w.assess("2603.00002", "z_dated", "SUPPORTS", 0.5)
     [line] = gather_digest(lite, trusted_settings(), WEEK).lines
     assert [c.id for c in line.detailed] == ["z_dated", "a_note"]
+
+
+def test_a_paper_is_shown_in_full_once_per_line(lite) -> None:
+    w = World(lite)
+    w.line("rl", "What breaks?")
+    w.claim("c_a", "First claim", ("rl",), date_text="2025")
+    w.claim("c_b", "Second claim", ("rl",), date_text="2025")
+    w.paper("2603.00009", "One paper, two claims", dt.date(2026, 3, 10))
+    w.assess("2603.00009", "c_a", "SUPPORTS", 0.9, evidence="the first quoted finding here")
+    w.assess("2603.00009", "c_b", "RELAXES", 0.85, evidence="the second quoted finding here")
+    settings = trusted_settings()
+    text = render(gather_digest(lite, settings, WEEK), "md", settings)
+    section = text.split("## What breaks?", 1)[1]  # the summary names it too, as the paper that moved them
+    assert section.count("[One paper, two claims]") == 2  # full entry once, a one-line mention once
+    # PERISHABLE c_b is more urgent, so the full entry sits under it.
+    assert "Also bears on: `c_a` (SUPPORTS)" in section
+    assert "**SUPPORTS** 0.90 (openai): shown above under `c_b`" in section
+    assert "the first quoted finding here" not in text  # no second full entry

@@ -46,6 +46,8 @@ class EvidenceView:
 
     item: EvidenceItem
     for_review: bool = False  # waits for a curator, or an OVERTURNS too weak to overturn the claim
+    shown_under: str = ""  # shown in full under this earlier claim of the same line: one line here
+    also: list[tuple[str, str]] = field(default_factory=list)  # (claim id, label) further down the line
 
     @property
     def url(self) -> str:
@@ -365,7 +367,24 @@ def _line_views(
                 section.detailed.append(view)
             else:
                 section.elsewhere.append(view)
+    for section in sections.values():
+        _each_paper_once(section)
     return [sections[lid] for lid in ordered if sections[lid].claims]
+
+
+def _each_paper_once(section: LineView) -> None:
+    """A paper bearing on several claims of a line is shown in full once, under the first of them;
+    later claims name it in one line, and the full entry lists the other claims it bears on."""
+    first: dict[str, tuple[str, EvidenceView]] = {}
+    for claim in section.detailed:
+        for view in claim.new_evidence:
+            ref = view.item.ref
+            if ref not in first:
+                first[ref] = (claim.id, view)
+                continue
+            home, full = first[ref]
+            view.shown_under = home
+            full.also.append((claim.id, view.item.label))
 
 
 def content_hash(markdown: str, digest: Digest) -> str:
