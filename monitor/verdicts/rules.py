@@ -84,7 +84,7 @@ class EvidenceItem:
 # judge's with a capable LLM (the teacher) answering, domain_dev and SciFact dev pooled: SUPPORTS
 # 136/158, RELAXES 8/10, OVERTURNS 68/87. Your own LLM may differ: measure it with `monitor eval`.
 DEFAULT_PRECISION: dict[str, dict[str, float]] = {
-    "local": {"SUPPORTS": 0.76, "RELAXES": 0.7, "OVERTURNS": 0.75},
+    "local": {"SUPPORTS": 0.76, "RELAXES": 0.7, "OVERTURNS": 0.71},
     "openai": {"SUPPORTS": 0.86, "RELAXES": 0.8, "OVERTURNS": 0.78},
 }
 UNKNOWN_JUDGE_PRECISION = 0.5  # a judge nobody measured: its labels need corroboration
