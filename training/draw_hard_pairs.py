@@ -21,7 +21,7 @@ import random
 from pathlib import Path
 
 import numpy as np
-from draw_pairs import SHARED, excluded_ids, seed_claims
+from draw_pairs import SHARED, excluded_ids, pair_row, seed_claims
 from jsonl import read_jsonl, write_jsonl
 
 from monitor.config import RelevanceSettings
@@ -73,23 +73,8 @@ def main() -> None:
             ("near", i) for i in rng.sample(rest, min(args.random, len(rest)))
         ]
         for bucket, index in picks:
-            paper = papers[index]
-            rows.append(
-                {
-                    "claim_id": query.claim_id,
-                    "claim": query.text,
-                    "claim_date": date_text or "",
-                    "arxiv_id": paper["arxiv_id"],
-                    "title": paper["title"],
-                    "abstract": paper["abstract"],
-                    "published": paper["published"][:10],
-                    "label": "UNRELATED",
-                    "source": "seed",
-                    "bucket": bucket,
-                    "bm25_rank": rank_of[index] + 1,
-                    "picked_by": judge.model,
-                }
-            )
+            row = pair_row(query, date_text, papers[index], "seed", bucket, rank_of[index] + 1)
+            rows.append({**row, "picked_by": judge.model})
     rng.shuffle(rows)
     write_jsonl(args.out, rows)
     print(f"{len(rows)} pairs, {len(claims)} claims -> {args.out}")

@@ -74,6 +74,25 @@ def seed_claims() -> list[tuple[ClaimQuery, str | None]]:
     return [(q, dates.get(q.claim_id)) for q in queries]
 
 
+def pair_row(
+    query: ClaimQuery, date_text: str | None, paper: dict, source: str, bucket: str, rank: int
+) -> dict:
+    """One drawn pair in the pairs format; `label` is a placeholder the teacher's answer replaces."""
+    return {
+        "claim_id": query.claim_id,
+        "claim": query.text,
+        "claim_date": date_text or "",
+        "arxiv_id": paper["arxiv_id"],
+        "title": paper["title"],
+        "abstract": paper["abstract"],
+        "published": paper["published"][:10],
+        "label": "UNRELATED",
+        "source": source,
+        "bucket": bucket,
+        "bm25_rank": rank,
+    }
+
+
 def draw(ranking: np.ndarray, plan: tuple, rng: random.Random) -> list[tuple[str, int]]:
     """(bucket, paper index) picks from one claim's ranking, no paper twice."""
     picked: list[tuple[str, int]] = []
@@ -137,22 +156,7 @@ def main() -> None:
             picks = [("source", by_id[source_paper])] + [p for p in picks if p[1] != by_id[source_paper]]
         rank_of = {int(i): r for r, i in enumerate(ranking)}
         for bucket, index in picks:
-            paper = papers[index]
-            rows.append(
-                {
-                    "claim_id": query.claim_id,
-                    "claim": query.text,
-                    "claim_date": date_text or "",
-                    "arxiv_id": paper["arxiv_id"],
-                    "title": paper["title"],
-                    "abstract": paper["abstract"],
-                    "published": paper["published"][:10],
-                    "label": "UNRELATED",
-                    "source": source,
-                    "bucket": bucket,
-                    "bm25_rank": rank_of[index] + 1,
-                }
-            )
+            rows.append(pair_row(query, date_text, papers[index], source, bucket, rank_of[index] + 1))
     rng.shuffle(rows)
     write_jsonl(args.out, rows)
     print(f"{len(rows)} pairs, {len(claims)} claims -> {args.out}")
