@@ -19,6 +19,7 @@ from monitor.config import Settings, load_settings
 from monitor.errors import MonitorError
 from monitor.review.commands import review_app
 from monitor.store import Store, open_store
+from monitor.store.db import require_existing
 
 console = Console()
 err_console = Console(stderr=True)
@@ -57,6 +58,13 @@ class AppContext:
         if self._store is None:
             self._store = open_store(self.settings.database.url, echo=self.settings.database.echo)
         return self._store
+
+    @property
+    def existing_store(self) -> Store:
+        """The store for commands that only read: a missing database is an error, never created."""
+        if self._store is None:
+            require_existing(self.settings.database.url)
+        return self.store
 
 
 def ctx_of(ctx: typer.Context) -> AppContext:
@@ -188,7 +196,7 @@ def lines_command(
     from monitor.claims.listing import count_lines, list_lines, require_claims
     from monitor.claims.show import print_lines
 
-    store = ctx_of(ctx).store
+    store = ctx_of(ctx).existing_store
     require_claims(store)
     kinds = ("line", "user", "note") if notes else ("line", "user")
     views = list_lines(store, include_retired=show_all, kinds=kinds)
@@ -216,7 +224,7 @@ def claims_command(
     from monitor.claims.listing import list_claims, require_claims
     from monitor.claims.show import print_claims
 
-    store = ctx_of(ctx).store
+    store = ctx_of(ctx).existing_store
     require_claims(store)
     views = list_claims(store, line=line, include_retired=show_all)
     if as_json:
@@ -239,7 +247,7 @@ def anchors_command(
     from monitor.claims.listing import list_anchors, require_claims
     from monitor.claims.show import print_anchors
 
-    store = ctx_of(ctx).store
+    store = ctx_of(ctx).existing_store
     require_claims(store)
     views = list_anchors(store, include_retired=show_all)
     if as_json:
@@ -543,9 +551,9 @@ def verdicts_command(
 
     app_ctx = ctx_of(ctx)
     if not no_refresh:
-        with recorded_run(app_ctx.store, "verdicts") as run:
+        with recorded_run(app_ctx.existing_store, "verdicts") as run:
             compute_verdicts(app_ctx.store, app_ctx.settings, run=run)
-    rows = current_verdicts(app_ctx.store, line_id=line, settings=app_ctx.settings)
+    rows = current_verdicts(app_ctx.existing_store, line_id=line, settings=app_ctx.settings)
     print_verdicts(console, rows, as_json=as_json)
 
 
@@ -558,7 +566,7 @@ def show_command(
     from monitor.verdicts.show import claim_detail, print_claim
 
     app_ctx = ctx_of(ctx)
-    print_claim(console, claim_detail(app_ctx.store, app_ctx.settings, claim_id))
+    print_claim(console, claim_detail(app_ctx.existing_store, app_ctx.settings, claim_id))
 
 
 app.add_typer(review_app, name="review")
@@ -590,7 +598,7 @@ def report_command(
 
     app_ctx = ctx_of(ctx)
     settings = app_ctx.settings
-    with recorded_run(app_ctx.store, "report") as run:
+    with recorded_run(app_ctx.existing_store, "report") as run:
         result = write_digest(
             app_ctx.store,
             settings,
@@ -669,7 +677,7 @@ def runs_command(
     from monitor.schedule.show import print_runs
     from monitor.store.runs import list_runs
 
-    print_runs(console, list_runs(ctx_of(ctx).store, limit), as_json)
+    print_runs(console, list_runs(ctx_of(ctx).existing_store, limit), as_json)
 
 
 @app.command("retest")

@@ -53,9 +53,9 @@ def project(tmp_path: Path) -> Path:
 
 
 def test_claims_json_lists_the_five_seeds(project: Path, db_url: str) -> None:
-    empty = monitor("--db", db_url, "claims", cwd=project)
-    assert empty.returncode == 1
-    assert "no claims imported yet; run `monitor seeds import`" in empty.stderr
+    empty = monitor("--db", db_url, "claims", cwd=project)  # a reading command creates no database
+    assert empty.returncode == 4
+    assert "monitor init" in empty.stderr
     imported = monitor("--db", db_url, "seeds", "import", cwd=project)
     assert imported.returncode == 0, imported.stderr
     assert "imported 5 files (5 new); 5 lines, 35 claims, 8 anchors active" in imported.stdout
@@ -101,6 +101,9 @@ def test_claims_json_lists_the_five_seeds(project: Path, db_url: str) -> None:
         ("sources_count.txt", ":11: ", "'Sources 3 notes' announces 3 notes but 2 follow"),
         ("bad_date.txt", ":22: ", "unreadable date 'sometime next spring'"),
         ("bad_date.yaml", ":7: ", "claims[1].date: unreadable date 'sometime next spring'"),
+        # Unquoted YAML dates that are no calendar day: an error with file and line, not a traceback.
+        ("impossible_day.yaml", ":4: ", "claims[0].date: unreadable date '2025-02-30'"),
+        ("impossible_month.yaml", ":7: ", "lines[0].claims[1].date: unreadable date '2025-13-45'"),
     ],
 )
 def test_bad_seed_aborts_import(project: Path, db_url: str, fixture: str, where: str, expected: str) -> None:
@@ -165,3 +168,24 @@ def test_config_and_database_errors_are_one_line(
     assert "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert expected in result.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["report"], ["verdicts"], ["show", "c1"], ["claims"], ["lines"], ["runs"], ["review", "list"]],
+)
+def test_reading_commands_in_the_wrong_folder_create_no_database(tmp_path: Path, command: list[str]) -> None:
+    result = monitor(*command, cwd=tmp_path)
+    assert result.returncode == 4, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    message = " ".join(result.stderr.split())
+    assert f"no database at {tmp_path / 'monitor.db'}" in message and "monitor init" in message
+    assert not (tmp_path / "monitor.db").exists() and not (tmp_path / "reports").exists()
+
+
+def test_reading_commands_on_a_database_without_our_tables_say_so(tmp_path: Path) -> None:
+    import sqlite3
+
+    sqlite3.connect(tmp_path / "other.db").close()  # an empty file from something else
+    result = monitor("--db", f"sqlite:///{tmp_path / 'other.db'}", "verdicts", cwd=tmp_path)
+    assert result.returncode == 4 and "holds no claim-monitor data yet" in result.stderr

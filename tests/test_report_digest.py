@@ -213,3 +213,26 @@ def test_an_atom_feed_lists_every_digest_and_feedparser_reads_it(store, tmp_path
     newest = feed.entries[0]
     assert newest.summary.startswith("1 verdict changed; 2 new evidence; 1 for review.")
     assert {link.href for link in newest.links} == {"digest-2026-W11.md", "digest-2026-W11.html"}
+
+
+def test_digests_follow_the_umask_and_a_killed_writes_temp_files_are_cleaned(store, tmp_path) -> None:
+    import os
+    import time
+
+    sample(World(store))
+    settings = settings_for(tmp_path)
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    stale = reports / ".digest-2026-W11.md.abc123"  # left by a write killed before its rename
+    stale.write_text("half a digest")
+    old = time.time() - 3600
+    os.utime(stale, (old, old))
+    fresh = reports / ".digest-2026-W11.md.def456"  # maybe a write in progress: left alone
+    fresh.write_text("being written")
+    previous = os.umask(0o022)
+    try:
+        path = write_digest(store, settings, "2026-W11").paths["md"]
+    finally:
+        os.umask(previous)
+    assert path.stat().st_mode & 0o777 == 0o644  # not mkstemp's 0600
+    assert not stale.exists() and fresh.exists()

@@ -101,6 +101,17 @@ class UserFile(_Strict):
     lines: list[UserLine] = Field(min_length=1)
 
 
+class _DatesAsWritten(yaml.SafeLoader):
+    """The safe loader, minus its timestamp type: `2025-02-30` stays a string, so our date parser can
+    report it with file, line and field (PyYAML would raise a bare ValueError building the date)."""
+
+
+_DatesAsWritten.yaml_implicit_resolvers = {
+    first: [(tag, regex) for tag, regex in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
 def _load(path: Path, text: str) -> tuple[Any, yaml.Node | None]:
     if path.suffix == ".toml":
         try:
@@ -109,7 +120,7 @@ def _load(path: Path, text: str) -> tuple[Any, yaml.Node | None]:
             m = re.search(r"line (\d+)", str(exc))
             raise InputError(str(path), int(m[1]) if m else None, f"not valid TOML: {exc}") from None
     try:
-        return yaml.safe_load(text), yaml.compose(text, Loader=yaml.SafeLoader)
+        return yaml.load(text, Loader=_DatesAsWritten), yaml.compose(text, Loader=_DatesAsWritten)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)

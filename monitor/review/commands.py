@@ -24,12 +24,17 @@ def _context(ctx: typer.Context) -> Any:
     return ctx.obj
 
 
+def _store(ctx: typer.Context) -> Any:
+    """Reviews are made on a store that exists: never create an empty one in the wrong folder."""
+    return ctx.obj.existing_store
+
+
 def _refresh_verdicts(ctx: typer.Context) -> int:
     """Recompute verdicts so a decision shows at once in `monitor verdicts` and the next digest."""
     from monitor.verdicts.rollup import compute_verdicts
 
     app_ctx = _context(ctx)
-    return sum(1 for c in compute_verdicts(app_ctx.store, app_ctx.settings) if c.status_changed)
+    return sum(1 for c in compute_verdicts(app_ctx.existing_store, app_ctx.settings) if c.status_changed)
 
 
 @review_app.callback()
@@ -41,11 +46,11 @@ def review_command(ctx: typer.Context) -> None:
     from monitor.review.terminal import walk
 
     app_ctx = _context(ctx)
-    queue = review_queue(app_ctx.store, app_ctx.settings)
+    queue = review_queue(app_ctx.existing_store, app_ctx.settings)
     if not queue:
         console.print("Nothing needs review.")
         return
-    summary = walk(console, app_ctx.store, queue)
+    summary = walk(console, app_ctx.existing_store, queue)
     moved = _refresh_verdicts(ctx) if summary.decided else 0
     console.print(
         f"confirmed {summary.confirmed}, relabelled {summary.relabelled}, dismissed {summary.dismissed}, "
@@ -66,7 +71,7 @@ def review_set_command(
     """Record a decision for scripts: confirm or relabel (--label), --dismiss, or only a --note."""
     from monitor.review.queue import record
 
-    done = record(_context(ctx).store, assessment_id, label=label, dismiss=dismiss, note=note)
+    done = record(_store(ctx), assessment_id, label=label, dismiss=dismiss, note=note)
     moved = _refresh_verdicts(ctx) if done.action != "note" else 0
     console.print(
         f"{done.action} {done.claim_id} × {done.arxiv_id}: {done.from_label} -> {done.label or 'dismissed'}"
@@ -88,7 +93,7 @@ def review_list_command(
 
     app_ctx = _context(ctx)
     if reviewed:
-        rows = decisions(app_ctx.store)
+        rows = decisions(app_ctx.existing_store)
         if as_json:
             print(json.dumps(rows, indent=2, ensure_ascii=False))
             return
@@ -102,7 +107,7 @@ def review_list_command(
             )
         console.print(table)
         return
-    queue = review_queue(app_ctx.store, app_ctx.settings)
+    queue = review_queue(app_ctx.existing_store, app_ctx.settings)
     if as_json:
         print(json.dumps([item.as_dict() for item in queue], indent=2, ensure_ascii=False))
         return
@@ -132,5 +137,5 @@ def review_export_command(
     """Reviewed pairs in `monitor eval --pairs` format, so reviews become evaluation data."""
     from monitor.review.queue import export_pairs
 
-    count = export_pairs(_context(ctx).store, pairs)
+    count = export_pairs(_store(ctx), pairs)
     console.print(f"wrote {count} reviewed pairs to {pairs}", highlight=False)

@@ -151,6 +151,40 @@ class Store:
         self.engine.dispose()
 
 
+def require_existing(url: str) -> None:
+    """For commands that only read: a database never created is an error, not a new empty one.
+
+    Run in the wrong folder, `sqlite:///monitor.db` would otherwise create an empty file there and a
+    report would print an empty digest and exit 0.
+    """
+    try:
+        parsed = make_url(_normalise_url(url))
+    except ArgumentError:
+        raise DatabaseError(f"database URL is not valid: {url!r}") from None
+    engine = make_engine(url)  # names a missing directory, connects to nothing yet
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        path = Path(parsed.database).expanduser()
+        if not path.exists():
+            engine.dispose()
+            raise DatabaseError(
+                f"no database at {path.resolve()}: run `monitor init` (or `monitor run`) in the project "
+                "folder first, or point --db / --config at your database"
+            )
+    try:
+        with engine.connect() as conn:
+            empty = current_version(conn) == 0
+    except OperationalError as exc:
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+        raise DatabaseError(f"cannot open database {redact(url)}: {reason}") from None
+    finally:
+        engine.dispose()
+    if empty:
+        raise DatabaseError(
+            f"database {redact(url)} holds no claim-monitor data yet: "
+            "run `monitor init` or `monitor run` first"
+        )
+
+
 def open_store(url: str, echo: bool = False, migrate_schema: bool = True) -> Store:
     """Connect, check the database answers, and migrate it. Every failure is one DatabaseError line."""
     engine = make_engine(url, echo=echo)
