@@ -298,3 +298,38 @@ def test_no_recipients_is_a_config_error(lite, tmp_path) -> None:
     result = write_digest(lite, settings, "2026-W11")
     with pytest.raises(ConfigError, match="recipients"):
         send_digest(lite, settings, result.digest_id)
+
+
+def test_a_crash_after_the_server_accepted_resends_with_the_same_message_id(
+    store, smtp, tmp_path, monkeypatch, caplog
+) -> None:
+    from monitor.report import delivery
+
+    sample(World(store))
+    box = Mailbox()
+    settings = mail_settings(tmp_path, smtp(box))
+    result = write_digest(store, settings, "2026-W11")
+    real_utcnow = delivery.utcnow
+    calls = {"n": 0}
+
+    def dies_after_sending() -> object:  # the first call stamps the attempt; the second, sent_at
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt("killed after the server's 250")
+        return real_utcnow()
+
+    monkeypatch.setattr(delivery, "utcnow", dies_after_sending)
+    with pytest.raises(KeyboardInterrupt):
+        send_digest(store, settings, result.digest_id)
+    monkeypatch.setattr(delivery, "utcnow", real_utcnow)
+    when, _, stats = sent_at(store, result.digest_id)
+    assert when is None and stats["email_attempt"]["message_id"] == box.messages[0][1]["Message-ID"]
+    with caplog.at_level(logging.WARNING, logger="monitor.report.delivery"):
+        assert send_digest(store, settings, result.digest_id) is True  # the rerun finishes the job
+    assert "may have been delivered" in caplog.text
+    first, second = (msg["Message-ID"] for _, msg in box.messages)
+    assert first == second and first.startswith("<digest-2026-W11-")
+    # Other recipients make another message.
+    settings.email.recipients = ["ana@example.org"]
+    assert send_digest(store, settings, result.digest_id, force=True) is True
+    assert box.messages[-1][1]["Message-ID"] != first

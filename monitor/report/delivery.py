@@ -20,7 +20,7 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_expo
 from monitor.config import Settings
 from monitor.errors import ConfigError, MonitorError
 from monitor.report.digest import gather_digest
-from monitor.report.email import build_message, subject_for
+from monitor.report.email import build_message, message_id, subject_for
 from monitor.report.period import Period, resolve_period
 from monitor.report.render import render
 from monitor.store.db import Store
@@ -138,6 +138,19 @@ def send_digest(store: Store, settings: Settings, digest_id: int, force: bool = 
             log.info("digest %s already sent at %s; not sending again", row.period_key, row.sent_at)
             return False
         period = period_of(row)
+        msg_id = message_id(settings, row.period_key, recipients)
+        earlier = (row.stats or {}).get("email_attempt")
+        if earlier and row.sent_at is None:
+            # Killed after the server took it but before we saved that? Then this is a duplicate,
+            # with the same Message-ID so it can be recognised as one.
+            log.warning(
+                "digest %s: an earlier send at %s may have been delivered; sending again as %s",
+                row.period_key,
+                earlier.get("at"),
+                msg_id,
+            )
+        # Record the attempt before the message leaves, so a crash after the server's 250 is known.
+        row.stats = {**(row.stats or {}), "email_attempt": {"at": utcnow().isoformat(), "message_id": msg_id}}
     digest = gather_digest(store, settings, period)
     msg = build_message(
         settings,
@@ -145,6 +158,7 @@ def send_digest(store: Store, settings: Settings, digest_id: int, force: bool = 
         render(digest, "txt", settings),
         render(digest, "html", settings),
         recipients,
+        msg_id=msg_id,
     )
     log.info(
         "sending digest %s to %d recipient(s) via %s:%s",

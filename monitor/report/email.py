@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
 
@@ -23,8 +24,24 @@ def subject_for(digest: object, settings: Settings) -> str:
     return f"{settings.email.subject_prefix} {label}: {', '.join(parts)}".strip()
 
 
+def message_id(settings: Settings, period_key: str, recipients: list[str]) -> str:
+    """The same for every send of one period's digest to one set of recipients.
+
+    A rerun after a crash between the server's acceptance and our record of it sends the digest
+    again; with the same Message-ID, mail servers and clients can recognise it as the same message.
+    """
+    domain = settings.email.sender.rpartition("@")[2] or "localhost"
+    key = "\n".join([period_key, *sorted(r.strip().lower() for r in recipients)])
+    return f"<digest-{period_key}-{hashlib.sha256(key.encode()).hexdigest()[:20]}@{domain}>"
+
+
 def build_message(
-    settings: Settings, subject: str, text: str, html: str, recipients: list[str] | None = None
+    settings: Settings,
+    subject: str,
+    text: str,
+    html: str,
+    recipients: list[str] | None = None,
+    msg_id: str | None = None,
 ) -> EmailMessage:
     """The message as sent: text/plain first (the fallback), then text/html."""
     msg = EmailMessage()
@@ -33,7 +50,7 @@ def build_message(
     msg["To"] = ", ".join(recipients if recipients is not None else settings.email.recipients)
     msg["Date"] = formatdate(localtime=False, usegmt=True)
     domain = settings.email.sender.rpartition("@")[2] or "localhost"
-    msg["Message-ID"] = make_msgid(domain=domain)
+    msg["Message-ID"] = msg_id or make_msgid(domain=domain)
     msg.set_content(text, subtype="plain", charset="utf-8")
     msg.add_alternative(html, subtype="html", charset="utf-8")
     return msg
