@@ -523,7 +523,7 @@ def eval_command(
         task = bar.add_task("judging", total=len(pair_list))
         report = evaluate(judge, pair_list, pairs, on_progress=lambda n: bar.update(task, completed=n))
     if predictions:
-        from monitor.report.digest import write_atomic
+        from monitor.files import write_atomic
 
         lines = (json.dumps(p.as_record(), ensure_ascii=False) for p in report.predictions)
         write_atomic(Path(predictions), "".join(line + "\n" for line in lines))

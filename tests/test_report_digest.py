@@ -14,8 +14,8 @@ import pytest
 from digest_world import TRUSTED_ENV, World, sample, trusted_settings
 from sqlalchemy import func, select
 
+from monitor import files as files_module
 from monitor.config import Settings
-from monitor.report import digest as digest_module
 from monitor.report.digest import write_digest
 from monitor.store.models import Digest, Run
 
@@ -86,7 +86,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temp_files(store, tmp_path, m
     def broken_replace(src: str, dst: str) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(digest_module.os, "replace", broken_replace)
+    monkeypatch.setattr(files_module.os, "replace", broken_replace)
     with pytest.raises(OSError, match="disk full"):
         write_digest(store, settings, "2026-W11")
     assert first.read_text() == before

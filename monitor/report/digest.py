@@ -7,13 +7,9 @@ since. "New evidence" is a counted assessment whose paper version was announced 
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import hashlib
 import logging
-import os
-import tempfile
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +19,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from monitor.config import Settings
+from monitor.files import write_atomic
 from monitor.report.feed import write_feed
 from monitor.report.period import Period, resolve_period
 from monitor.report.render import arxiv_url, fmt_date, render
@@ -392,37 +389,6 @@ def _each_paper_once(section: LineView) -> None:
 def content_hash(markdown: str, digest: Digest) -> str:
     """sha256 of the Markdown without its generation time, so it changes only when the content does."""
     return hashlib.sha256(markdown.replace(fmt_date(digest.generated_at), "").encode()).hexdigest()
-
-
-STALE_TEMP_SECONDS = 600  # a temp file this old belongs to a write that was killed, not a running one
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write via a temp file in the same folder and rename, so readers never see half a digest.
-
-    The file gets the mode a plain write would (0666 less the umask; mkstemp makes 0600), and temp
-    files that a killed earlier write of the same file left behind are removed.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    for stale in path.parent.glob(f".{path.name}.*"):
-        with contextlib.suppress(OSError):
-            if time.time() - stale.stat().st_mtime > STALE_TEMP_SECONDS:
-                stale.unlink()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _umask() -> int:
-    current = os.umask(0)  # reading the umask means setting it; put it straight back
-    os.umask(current)
-    return current
 
 
 # A store whose newest paper is older than this before the default period is a snapshot or a

@@ -14,6 +14,7 @@ from pathlib import Path
 from sqlalchemy import select
 
 from monitor.config import Settings
+from monitor.files import write_atomic
 from monitor.store.db import Store
 from monitor.store.models import Digest
 
@@ -68,8 +69,6 @@ def feed_xml(store: Store, settings: Settings, reports: Path) -> bytes:
 
 
 def write_feed(store: Store, settings: Settings) -> Path:
-    from monitor.report.digest import write_atomic
-
     reports = Path(settings.paths.reports)
     path = reports / FEED_NAME
     write_atomic(path, feed_xml(store, settings, reports).decode("utf-8"))

@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from monitor.config import Settings
 from monitor.errors import UsageError
+from monitor.files import write_atomic
 from monitor.report.render import arxiv_url
 from monitor.store.db import Store
 from monitor.store.models import Assessment, Claim, Paper, PaperVersion, Review
@@ -222,8 +223,6 @@ def export_pairs(store: Store, path: Path) -> int:
 
     So reviews become evaluation and training data. Written atomically.
     """
-    from monitor.report.digest import write_atomic
-
     rows: list[str] = []
     with store.session() as s:
         for (claim_id, arxiv_id), decision in sorted(decisions_in_force(s).items()):
