@@ -86,13 +86,13 @@ def review_queue(store: Store, settings: Settings) -> list[ReviewItem]:
             groups = (
                 [i for i in outcome.counted if th.held(i)],
                 [i for i in outcome.for_review if not th.held(i)],
-                [i for i in outcome.movers if not i.reviewed],
+                outcome.movers,
                 outcome.unclear,
-                [i for i in outcome.counted if not i.reviewed],
+                outcome.counted,
             )
             for priority, group in enumerate(groups):
                 for item in group:
-                    if item.assessment_id in seen or item.review:
+                    if item.assessment_id in seen or item.review:  # a curator decided it already
                         continue
                     seen.add(item.assessment_id)
                     key = (priority, -th.weight(item), item.assessment_id)

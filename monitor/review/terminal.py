@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from rich.console import Console
 from rich.markup import escape
@@ -37,7 +37,6 @@ class WalkSummary:
     notes: int = 0
     skipped: int = 0
     left: int = 0  # not reached before quitting
-    changed_claims: set[str] = field(default_factory=set)
 
     @property
     def decided(self) -> int:
@@ -129,6 +128,5 @@ def walk(
                 summary.confirmed += 1
             else:
                 summary.relabelled += 1
-        summary.changed_claims.add(item.claim_id)
         console.print(f"[green]{done.action}[/] {done.from_label} -> {done.label or 'dismissed'}")
     return summary

@@ -151,6 +151,11 @@ class Store:
         self.engine.dispose()
 
 
+def _cannot_open(url: str, exc: OperationalError) -> DatabaseError:
+    reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+    return DatabaseError(f"cannot open database {redact(url)}: {reason}")
+
+
 def require_existing(url: str) -> None:
     """For commands that only read: a database never created is an error, not a new empty one.
 
@@ -174,8 +179,7 @@ def require_existing(url: str) -> None:
         with engine.connect() as conn:
             empty = current_version(conn) == 0
     except OperationalError as exc:
-        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
-        raise DatabaseError(f"cannot open database {redact(url)}: {reason}") from None
+        raise _cannot_open(url, exc) from None
     finally:
         engine.dispose()
     if empty:
@@ -195,8 +199,7 @@ def open_store(url: str, echo: bool = False, migrate_schema: bool = True) -> Sto
             with engine.connect() as conn:
                 conn.execute(text("SELECT 1"))
     except OperationalError as exc:
-        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
-        raise DatabaseError(f"cannot open database {redact(url)}: {reason}") from None
+        raise _cannot_open(url, exc) from None
     except SQLAlchemyError as exc:
         raise DatabaseError(f"database {redact(url)} failed: {exc.__class__.__name__}: {exc}") from None
     return Store(engine)

@@ -57,12 +57,6 @@ def history(session: Session, claim_id: str, arxiv_id: str) -> list[Review]:
     return list(session.scalars(query.order_by(Review.id)))
 
 
-def reviewed_pairs(session: Session) -> set[tuple[str, str]]:
-    """Pairs with a decision in force (a note alone leaves a pair in the review queue)."""
-    rows = session.execute(select(Review.claim_id, Review.arxiv_id).where(Review.action != "note"))
-    return {(claim_id, arxiv_id) for claim_id, arxiv_id in rows}
-
-
 def add_review(
     session: Session, assessment: Assessment, action: str, label: str | None, note: str, from_label: str
 ) -> Review:

@@ -66,10 +66,6 @@ class EvidenceItem:
     model_label: str = ""  # the judge's own label, where a curator relabelled it
 
     @property
-    def local(self) -> bool:
-        return self.judge == LOCAL_JUDGE
-
-    @property
     def reviewed(self) -> bool:
         """A curator confirmed or relabelled it: the label is theirs."""
         return self.review in (CONFIRMED, RELABELLED)
@@ -244,6 +240,7 @@ def decide(
     cutoff = evidence_cutoff(date)
     counted = [i for i in items if counts(i, cutoff, as_of, th)]
     status, movers = classify(counted, th)
+    moving = [i for i in counted if not th.held(i)]  # what moves verdicts: not what waits for a curator
     settled = status in (OVERTURNED, CONTESTED)
     for_review = [
         i for i in counted if th.held(i) or (i.label == "OVERTURNS" and not settled and not i.reviewed)
@@ -254,10 +251,9 @@ def decide(
         movers=movers,
         for_review=_strongest_first(for_review),
         unclear=_strongest_first(unclear),
-        # Only from evidence that moves verdicts: not what still waits for a curator.
-        strongest_recent=_strongest_recent([i for i in counted if not th.held(i)], th, as_of),
+        strongest_recent=_strongest_recent(moving, th, as_of),
         counted=counted,
-        strength=strengths([i for i in counted if not th.held(i)], th),
+        strength=strengths(moving, th),
         last_changed=_last_changed(counted, th),
     )
 
