@@ -136,8 +136,8 @@ class VerdictSettings(Section):
     overturn_strength: float = Field(0.9, gt=0.0, le=1.0)  # OVERTURNS strength for OVERTURNED
     # judge name -> label -> measured precision (`monitor eval`); caps each label's confidence.
     precision: dict[str, dict[Stance, Probability]] = Field(default_factory=dict)
-    # Judges whose RELAXES / OVERTURNS move a verdict (PERISHABLE, OVERTURNED, CONTESTED) only once a
-    # curator confirmed them in `monitor review`. [] publishes every judge's verdicts unreviewed.
+    # Judges whose labels move a verdict only once a curator confirmed them in `monitor review`.
+    # [] publishes every judge's verdicts unreviewed.
     confirm_judges: list[str] = Field(default_factory=lambda: ["local"])
     min_confidence: float = Field(0.3, ge=0.0, le=1.0)  # assessments below are ignored
     recent_months: int = Field(6, ge=1)  # window for "strongest recent contradicting work"

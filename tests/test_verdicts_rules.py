@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 
 import pytest
 
@@ -93,11 +94,15 @@ def test_a_paper_counts_once_however_many_labels_it_has() -> None:
 
 def test_confidence_is_capped_at_the_judges_measured_precision() -> None:
     # The local judge's SUPPORTS is right 70% of the time: a 0.95 from it weighs 0.7.
+    published = replace(TH, confirm_judges=frozenset())  # its labels count unreviewed
     sure = item("SUPPORTS", 0.95, dt.date(2025, 8, 1), judge="local")
-    assert decide([sure], TH, MAY_2025).status == UNTESTED
+    assert decide([sure], published, MAY_2025).status == UNTESTED
     other = item("SUPPORTS", 0.95, dt.date(2025, 8, 3), judge="local")
-    out = decide([sure, other], TH, MAY_2025)  # 1 - 0.3 * 0.3 = 0.91
+    out = decide([sure, other], published, MAY_2025)  # 1 - 0.3 * 0.3 = 0.91
     assert out.status == DURABLE
+    # By default the embedded judge's labels wait for a curator, SUPPORTS too.
+    out = decide([sure, other], TH, MAY_2025)
+    assert out.status == UNTESTED and out.for_review == [other, sure]
     # An unmeasured judge weighs 0.5 a label.
     stranger = item("SUPPORTS", 0.99, dt.date(2025, 8, 1), judge="mystery")
     assert TH.weight(stranger) == 0.5
@@ -229,8 +234,11 @@ def test_the_worked_examples_in_docs_verdicts_md_hold_with_the_shipped_precision
     both = [item("SUPPORTS", 0.9, day), item("OVERTURNS", 0.9, day), item("OVERTURNS", 0.9, day)]
     assert decide(both, th, MAY_2025).status == CONTESTED  # 4
     local = item("SUPPORTS", 0.9, day, judge="local")
-    assert decide([local], th, MAY_2025).status == UNTESTED  # 5
-    assert decide([local, item("SUPPORTS", 0.9, day, judge="local")], th, MAY_2025).status == DURABLE
+    two_local = [local, item("SUPPORTS", 0.9, day, judge="local")]
+    assert decide(two_local, th, MAY_2025).status == UNTESTED  # 5: waits for a curator
+    published = replace(th, confirm_judges=frozenset())
+    assert decide([local], published, MAY_2025).status == UNTESTED
+    assert decide(two_local, published, MAY_2025).status == DURABLE
 
 
 def test_strongest_recent_work_only_from_evidence_that_moves_verdicts() -> None:

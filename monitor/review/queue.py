@@ -3,7 +3,7 @@
 The queue is every pair whose label a careful reader should check before trusting the digest, most
 urgent first:
 
-1. a RELAXES / OVERTURNS that waits for confirmation before it moves a verdict (`confirm_judges`),
+1. a label that waits for confirmation before it moves a verdict (`confirm_judges`),
 2. an OVERTURNS not strong enough to overturn the claim,
 3. a paper behind a claim's current verdict,
 4. "related, stance unclear" (the embedded judge withheld its stance),

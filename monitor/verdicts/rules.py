@@ -8,8 +8,8 @@ order (docs/verdicts.md explains them for users, with worked examples):
    confidence >= min_confidence, and states a stance (an abstained "related, stance unclear" pair is for
    review and counts for nothing). A curator's decision (`monitor review`) overrides the judge's: a
    dismissed pair counts for nothing, a confirmed or relabelled one counts with its human label at
-   full weight. RELAXES and OVERTURNS from a judge in `confirm_judges` (default: the embedded one)
-   wait for a curator's confirmation before they move a verdict.
+   full weight. Labels from a judge in `confirm_judges` (default: the embedded one) wait for a
+   curator's confirmation before they move a verdict.
 2. Each counted label has a *weight*: its confidence, capped at the precision measured for its judge
    and label (`monitor eval`), since a judge's self-reported confidence can run ahead of how often it
    is right. A side's *strength* is the chance that at least one of its distinct papers is right,
@@ -95,7 +95,8 @@ class Thresholds:
     min_confidence: float = 0.3
     recent_months: int = 6
     precision: Mapping[str, Mapping[str, float]] = field(default_factory=lambda: DEFAULT_PRECISION)
-    # Judges whose RELAXES / OVERTURNS move a verdict only once a curator confirmed them.
+    # Judges whose labels move a verdict only once a curator confirmed them. Read against the
+    # abstracts, about half of the embedded judge's stated SUPPORTS in a real week were not support.
     confirm_judges: frozenset[str] = frozenset({LOCAL_JUDGE})
 
     @classmethod
@@ -120,8 +121,8 @@ class Thresholds:
         return min(item.confidence, cap)
 
     def held(self, item: EvidenceItem) -> bool:
-        """A RELAXES / OVERTURNS that waits for a curator's confirmation before it moves a verdict."""
-        return item.label in _AGAINST and item.judge in self.confirm_judges and not item.reviewed
+        """A stance that waits for a curator's confirmation before it moves a verdict."""
+        return item.label in STANCES and item.judge in self.confirm_judges and not item.reviewed
 
 
 def _merged(
