@@ -17,6 +17,7 @@ from rich.markup import escape
 
 from monitor.config import Settings, load_settings
 from monitor.errors import MonitorError
+from monitor.progress import on_terminal
 from monitor.review.commands import review_app
 from monitor.store import Store, open_store
 from monitor.store.db import require_existing
@@ -295,7 +296,7 @@ def fetch_command(
             until=until.date() if until else None,
             categories=category,
             run=run,
-            progress=sys.stderr.isatty(),
+            progress=on_terminal(),
         )
     console.print(
         f"fetch {summary.source}: [bold]{summary.new}[/] new, {summary.updated} updated (new version), "
@@ -410,7 +411,7 @@ def judge_command(
     judge = make_judge(settings, provider or ("openai" if batch else None))
     if not skip_relevance:
         # Local and cheap; a dry run needs the candidates too to count what judging them would cost.
-        relevance = prepare_candidates(store, settings, screen=not dry_run)
+        relevance = prepare_candidates(store, settings, screen=not dry_run, progress=on_terminal())
         console.print(
             f"relevance: {relevance.candidates_added} new candidate pair(s) "
             f"from {relevance.papers_scanned} paper version(s)"
@@ -445,7 +446,7 @@ def judge_command(
         return
     with recorded_run(store, "judge") as run:
         summary = judge_pending(
-            store, settings, judge=judge, run=run, force=force, claim_ids=claim, progress=True
+            store, settings, judge=judge, run=run, force=force, claim_ids=claim, progress=on_terminal()
         )
     _print_judge_summary(summary.as_dict())
     if summary.budget_exhausted:
@@ -660,6 +661,7 @@ def run_command(
         judge=judge,
         since=_day(since),  # type: ignore[arg-type]
         until=_day(until),  # type: ignore[arg-type]
+        progress=on_terminal(),
     )
     flag = StopFlag()
     with graceful_stop(flag):

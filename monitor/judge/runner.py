@@ -27,7 +27,6 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from rich.progress import Progress
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 
@@ -37,6 +36,7 @@ from monitor.judge.base import LABELS, ClaimText, Judge, Judgement, PaperText
 from monitor.judge.exchanges import ExchangeRecorder
 from monitor.judge.grounding import ground
 from monitor.judge.prompts import JudgePrompts, load_prompts
+from monitor.progress import progress_bar
 from monitor.store.candidates import candidate_pairs
 from monitor.store.db import Store
 from monitor.store.models import Assessment, Candidate, Claim, Paper
@@ -384,8 +384,7 @@ def _run_units(
     in_flight: dict[Future[list[Judgement]], WorkUnit] = {}
     reserved = 0
     with contextlib.ExitStack() as stack:
-        bar = stack.enter_context(Progress(transient=True)) if progress else None
-        task = bar.add_task("judging", total=summary.pending) if bar else None
+        advance = stack.enter_context(progress_bar("judge", summary.pending, "pairs", progress))
         pool = stack.enter_context(ThreadPoolExecutor(max_workers=workers, thread_name_prefix="judge"))
         # On an interrupt, queued calls are dropped; calls in flight finish but are not written.
         stack.callback(pool.shutdown, wait=True, cancel_futures=True)
@@ -422,6 +421,5 @@ def _run_units(
                 else:
                     writer.write(unit, judgements)
                     pause_at("judge:after_first_batch")  # test-only crash point; a no-op otherwise
-                if bar is not None and task is not None:
-                    bar.advance(task, len(unit.pairs))
+                advance(len(unit.pairs))
         summary.not_attempted = sum(len(u.pairs) for u in queue)

@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from monitor.claims.ids import text_hash
 from monitor.config import RelevanceSettings, Settings
+from monitor.progress import progress_bar
 from monitor.relevance.reference import claim_cuts
 from monitor.relevance.scoring import PaperDoc, RelevanceScorer, select_pairs
 from monitor.relevance.screen import PENDING, screen_pending
@@ -141,6 +142,7 @@ def select_candidates(
     run: RunRecord | None = None,
     claim_ids: Sequence[str] | None = None,
     screen: bool = True,
+    progress: bool = False,
 ) -> RelevanceSummary:
     """Scan paper versions each active claim has not seen yet; write `candidates` for those that pass.
 
@@ -171,33 +173,38 @@ def select_candidates(
         cuts = claim_cuts(scorer, share, cfg.cut, due)
         seen = np.array([marks[c.claim_id] for c in behind], dtype=np.int64)
         after = int(seen.min())
-        while after < top:
-            with store.session() as session:
-                rows = list(
-                    session.scalars(
-                        select(PaperVersion)
-                        .where(PaperVersion.id > after, PaperVersion.id <= top)
-                        .order_by(PaperVersion.id)
-                        .limit(cfg.batch_size)
+        with store.session() as session:
+            versions = select(func.count()).select_from(PaperVersion)
+            to_scan = session.scalar(versions.where(PaperVersion.id > after, PaperVersion.id <= top))
+        with progress_bar("relevance", to_scan or 0, "papers", progress) as advance:
+            while after < top:
+                with store.session() as session:
+                    rows = list(
+                        session.scalars(
+                            select(PaperVersion)
+                            .where(PaperVersion.id > after, PaperVersion.id <= top)
+                            .order_by(PaperVersion.id)
+                            .limit(cfg.batch_size)
+                        )
                     )
-                )
-            if not rows:
-                break
-            papers = paper_docs(rows)
-            row_ids = np.array([p.row_id for p in papers], dtype=np.int64)
-            eligible = row_ids[None, :] > seen[:, None]
-            scores = scorer.score(papers, claims=due)
-            pairs = select_pairs(scores, cuts, eligible, max_share, cfg.min_score)
-            after = int(row_ids[-1])
-            with store.session() as session:
-                summary.candidates_added += _write(
-                    session, behind, papers, pairs, summary.method, run, PENDING if screening else None
-                )
-                _advance_marks(session, behind, marks, after)
-            summary.papers_scanned += int(eligible.any(axis=0).sum())
-            # A daemon or replay asked to stop: what is committed stays, the next run resumes here.
-            if run is not None and run.should_stop():
-                break
+                if not rows:
+                    break
+                papers = paper_docs(rows)
+                row_ids = np.array([p.row_id for p in papers], dtype=np.int64)
+                eligible = row_ids[None, :] > seen[:, None]
+                scores = scorer.score(papers, claims=due)
+                pairs = select_pairs(scores, cuts, eligible, max_share, cfg.min_score)
+                after = int(row_ids[-1])
+                with store.session() as session:
+                    summary.candidates_added += _write(
+                        session, behind, papers, pairs, summary.method, run, PENDING if screening else None
+                    )
+                    _advance_marks(session, behind, marks, after)
+                summary.papers_scanned += int(eligible.any(axis=0).sum())
+                advance(len(rows))
+                # A daemon or replay asked to stop: what is committed stays, the next run resumes here.
+                if run is not None and run.should_stop():
+                    break
     if screening and screen and not (run is not None and run.should_stop()):
         # Also picks up pairs a failed or interrupted earlier run left pending.
         screened = screen_pending(store, settings, run=run, claim_ids=list(claim_ids) if claim_ids else None)

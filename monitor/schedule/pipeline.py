@@ -50,6 +50,7 @@ class RunOptions:
     until: dt.date | None = None
     import_claims: bool = True
     command: str = "run"
+    progress: bool = False  # bars on stderr for fetch, relevance and judge (a person at a terminal)
 
 
 @dataclass
@@ -122,11 +123,11 @@ def _pipeline(
         step("claims", lambda: _import_claims(store, settings, run))
     if opts.fetch:
         step("fetch", lambda: _fetch(store, settings, opts, run))
-    step("relevance", lambda: _relevance(store, settings, run))
+    step("relevance", lambda: _relevance(store, settings, run, opts.progress))
     # On a spent token budget (BudgetExhausted) or a judge that answered nothing (JudgeError), what
     # was judged is kept and verdicts and the digest wait for a run that can finish judging, so a
     # digest is never frozen on half the evidence.
-    step("judge", lambda: _judge(store, settings, opts.judge, run))
+    step("judge", lambda: _judge(store, settings, opts.judge, run, opts.progress))
     step("verdicts", lambda: _verdicts(store, settings, run))
     if not opts.report:
         return
@@ -141,14 +142,16 @@ def _pipeline(
 # --- the steps ----------------------------------------------------------------------------------
 
 
-def prepare_candidates(store: Store, settings: Settings, screen: bool = True) -> RelevanceSummary:
+def prepare_candidates(
+    store: Store, settings: Settings, screen: bool = True, progress: bool = False
+) -> RelevanceSummary:
     """Bring claims up to date with their files, then pick the pairs to judge (what `monitor judge` does
     before judging, so `fetch && judge && report` works on a fresh store). `screen=False` leaves new
     pairs pending before an LLM screen (a dry run calls nothing)."""
     from monitor.relevance import select_candidates
 
     _import_claims(store, settings, None)
-    return select_candidates(store, settings, screen=screen)
+    return select_candidates(store, settings, screen=screen, progress=progress)
 
 
 def _import_claims(store: Store, settings: Settings, run: RunRecord | None) -> Any:
@@ -166,21 +169,22 @@ def _import_claims(store: Store, settings: Settings, run: RunRecord | None) -> A
 def _fetch(store: Store, settings: Settings, opts: RunOptions, run: RunRecord) -> Any:
     from monitor.sources.ingest import fetch
 
-    return fetch(store, settings, source=opts.source, since=opts.since, until=opts.until, run=run)
+    window = {"since": opts.since, "until": opts.until}
+    return fetch(store, settings, source=opts.source, run=run, progress=opts.progress, **window)
 
 
-def _relevance(store: Store, settings: Settings, run: RunRecord) -> Any:
+def _relevance(store: Store, settings: Settings, run: RunRecord, progress: bool) -> Any:
     from monitor.relevance import select_candidates
 
-    return select_candidates(store, settings, run=run)
+    return select_candidates(store, settings, run=run, progress=progress)
 
 
-def _judge(store: Store, settings: Settings, provider: str | None, run: RunRecord) -> Any:
+def _judge(store: Store, settings: Settings, provider: str | None, run: RunRecord, progress: bool) -> Any:
     from monitor.judge.factory import make_judge
     from monitor.judge.runner import judge_pending
 
     judge = make_judge(settings, provider)
-    summary = judge_pending(store, settings, judge=judge, run=run)
+    summary = judge_pending(store, settings, judge=judge, run=run, progress=progress)
     if summary.budget_exhausted:
         raise BudgetExhausted(
             f"token budget {settings.judge.token_budget} spent: {summary.judged} pair(s) judged and kept, "

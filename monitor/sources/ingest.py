@@ -16,13 +16,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from sqlalchemy import insert, select, update
 from sqlalchemy.orm import Session
 
 from monitor.config import Settings
 from monitor.errors import InputError
+from monitor.progress import progress_bar
 from monitor.schedule.testhooks import pause_at
 from monitor.sources.base import Batch, PaperRecord, Source
 from monitor.store.db import Store
@@ -274,43 +273,25 @@ def fetch(
     started = time.monotonic()
     src = make_source(store, settings, source, since, until, categories)
     summary = FetchSummary(source=src.name)
-    bar = _progress() if progress else None
-    task = bar.add_task(f"fetch {src.name}", total=None) if bar else None
-    try:
-        if bar:
-            bar.start()
-        for batch in src.batches():
-            counts = store_batch(store, batch, src.name)
-            pause_at("fetch:after_first_batch")  # test-only crash point; a no-op otherwise
-            summary.new += counts.new
-            summary.updated += counts.updated
-            summary.unchanged += counts.unchanged
-            summary.versions += counts.versions
-            if bar is not None and task is not None:
-                bar.update(
-                    task, advance=len(batch.records), description=f"fetch {src.name}: {summary.new} new"
-                )
-    finally:
-        if bar:
-            bar.stop()
-        summary.requests = src.requests
-        summary.wait_seconds = src.wait_seconds
-        summary.truncated = src.report.truncated
-        summary.warnings = list(src.report.warnings)
-        summary.notes = list(src.report.notes)
-        summary.elapsed_seconds = time.monotonic() - started
-        if run is not None:
-            run.add("fetch", summary.as_dict())
-            run.warnings.extend(w for w in summary.warnings if w not in run.warnings)
+    with progress_bar(f"fetch {src.name}", None, "papers", progress) as advance:
+        try:
+            for batch in src.batches():
+                counts = store_batch(store, batch, src.name)
+                pause_at("fetch:after_first_batch")  # test-only crash point; a no-op otherwise
+                summary.new += counts.new
+                summary.updated += counts.updated
+                summary.unchanged += counts.unchanged
+                summary.versions += counts.versions
+                advance(len(batch.records), description=f"fetch {src.name}: {summary.new} new")
+        finally:
+            summary.requests = src.requests
+            summary.wait_seconds = src.wait_seconds
+            summary.truncated = src.report.truncated
+            summary.warnings = list(src.report.warnings)
+            summary.notes = list(src.report.notes)
+            summary.elapsed_seconds = time.monotonic() - started
+            if run is not None:
+                run.add("fetch", summary.as_dict())
+                run.warnings.extend(w for w in summary.warnings if w not in run.warnings)
     return summary
 
-
-def _progress() -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed} papers"),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),  # stdout carries the summary, which scripts may parse
-        transient=True,
-    )
