@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 
 from monitor.claims.changes import FileOutcome, ImportReport
 from monitor.claims.model import ClaimDocument, ParsedAnchor, ParsedClaim, ParsedLine
+from monitor.claims.rewordings import apply_accepted
 from monitor.claims.seeds import parse_seed_file
 from monitor.claims.userfile import USER_SUFFIXES, parse_user_file
 from monitor.config import Settings
@@ -392,6 +393,7 @@ def import_claims(
     docs = [(file_key(p), read_document(p)) for p in files]  # every parse error surfaces here
     want = _desired(docs, report)
     with store.session() as session:
+        apply_accepted(session, want)  # a wording a curator accepted outlives the file's old text
         scope = {key for key, _ in docs}
         if prune:
             scope |= {row.path for row in session.scalars(select(SeedFile))}

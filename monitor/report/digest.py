@@ -24,6 +24,7 @@ from monitor.report.feed import write_feed
 from monitor.report.period import Period, resolve_period
 from monitor.report.render import arxiv_url, fmt_date, render
 from monitor.report.research import ResearchQuestions, research_questions
+from monitor.review.rewording import ProposalView, llm_configured, open_views, propose_rewordings
 from monitor.store.db import Store
 from monitor.store.models import Anchor, Assessment, Claim, Line, LLMExchange, Paper
 from monitor.store.models import Digest as DigestRow
@@ -75,6 +76,7 @@ class ClaimView:
     # Confirmed RELAXES: each quote names a condition under which the claim holds (or fails) only.
     conditions: list[EvidenceView] = field(default_factory=list)
     moved_by: EvidenceView | None = None  # the strongest paper behind a changed verdict
+    proposal: ProposalView | None = None  # an LLM's narrowed wording, waiting for a curator
 
     @property
     def changed(self) -> bool:
@@ -142,6 +144,7 @@ class Summary:
     for_review: int
     tokens: int
     cost_usd: float
+    proposals: int = 0  # narrowed wordings waiting for a curator (`monitor review`)
 
     def as_stats(self) -> dict[str, Any]:
         return {
@@ -152,6 +155,7 @@ class Summary:
             "pairs_judged": self.pairs_judged,
             "new_evidence": self.new_evidence,
             "for_review": self.for_review,
+            "proposals": self.proposals,
             "tokens": self.tokens,
             "cost_usd": round(self.cost_usd, 4),
         }
@@ -315,6 +319,11 @@ def gather_digest(
             .order_by(Anchor.position)
         ).all()
         summary = _summary(s, settings, period, list(views.values()))
+    if ask_llm:
+        _propose_wordings(store, settings, views, run)
+    for proposal in open_views(store, list(views)):
+        views[proposal.claim_id].proposal = proposal
+        summary.proposals += 1
     lines = _line_views(views, line_rows, anchors)
     if ask_llm:
         for line in lines:
@@ -330,6 +339,18 @@ def gather_digest(
         move_strength=settings.verdicts.move_strength,
         overturn_strength=settings.verdicts.overturn_strength,
     )
+
+
+def _propose_wordings(
+    store: Store, settings: Settings, views: dict[str, ClaimView], run: RunRecord | None
+) -> None:
+    """With an LLM configured, a narrowed wording for each claim that confirmed RELAXES evidence bounds."""
+    due = [v.id for v in views.values() if v.conditions]
+    if not due or not llm_configured(settings):
+        return
+    done = propose_rewordings(store, settings, due, run.id if run else None)
+    if run is not None:
+        run.warnings.extend(f"no proposed wording for {failure}" for failure in done.failed)
 
 
 def _line_views(

@@ -39,23 +39,45 @@ def _refresh_verdicts(ctx: typer.Context) -> int:
 
 @review_app.callback()
 def review_command(ctx: typer.Context) -> None:
-    """Walk what needs review, most urgent first (y confirm, s/r/o/u relabel, d dismiss, n note, k skip)."""
+    """Walk what needs review, most urgent first (y confirm, s/r/o/u relabel, d dismiss, n note, k skip),
+    then any proposed wordings (a accept, x reject)."""
     if ctx.invoked_subcommand is not None:
         return
     from monitor.review.queue import review_queue
-    from monitor.review.terminal import walk
+    from monitor.review.rewording import llm_configured, open_views, propose_rewordings
+    from monitor.review.terminal import walk, walk_proposals
 
     app_ctx = _context(ctx)
-    queue = review_queue(app_ctx.existing_store, app_ctx.settings)
-    if not queue:
+    store = app_ctx.existing_store
+    queue = review_queue(store, app_ctx.settings)
+    if queue:
+        summary = walk(console, store, queue)
+        moved = _refresh_verdicts(ctx) if summary.decided else 0
+        console.print(
+            f"confirmed {summary.confirmed}, relabelled {summary.relabelled}, dismissed {summary.dismissed}, "
+            f"notes {summary.notes}, skipped {summary.skipped}, left {summary.left}; verdicts changed {moved}"
+        )
+        if summary.left:
+            return  # quit: the proposals wait too
+        if summary.decided and llm_configured(app_ctx.settings):
+            _propose(propose_rewordings(store, app_ctx.settings))
+    proposals = open_views(store)
+    if not queue and not proposals:
         console.print("Nothing needs review.")
         return
-    summary = walk(console, app_ctx.existing_store, queue)
-    moved = _refresh_verdicts(ctx) if summary.decided else 0
-    console.print(
-        f"confirmed {summary.confirmed}, relabelled {summary.relabelled}, dismissed {summary.dismissed}, "
-        f"notes {summary.notes}, skipped {summary.skipped}, left {summary.left}; verdicts changed {moved}"
-    )
+    if proposals:
+        done = walk_proposals(console, store, proposals)
+        console.print(
+            f"wordings accepted {done.accepted}, rejected {done.rejected}, skipped {done.skipped}, "
+            f"left {done.left}"
+        )
+
+
+def _propose(summary: Any) -> None:
+    if summary.proposed or summary.failed:
+        console.print(f"proposed {len(summary.proposed)} narrowed wording(s)", highlight=False)
+    for failure in summary.failed:
+        console.print(f"[yellow]no proposal[/] {escape(failure)}", highlight=False)
 
 
 @review_app.command("set")
@@ -139,3 +161,82 @@ def review_export_command(
 
     count = export_pairs(_store(ctx), pairs)
     console.print(f"wrote {count} reviewed pairs to {pairs}", highlight=False)
+
+
+reword_app = typer.Typer(
+    help="Narrowed wordings for claims that confirmed evidence RELAXES: propose (LLM), list, accept, reject.",
+    no_args_is_help=True,
+)
+review_app.add_typer(reword_app, name="reword")
+
+
+@reword_app.command("propose")
+def reword_propose_command(
+    ctx: typer.Context,
+    claim: Annotated[list[str] | None, typer.Argument(help="Claim ids (default: every claim due).")] = None,
+) -> None:
+    """Ask the configured LLM for a narrowed wording of each claim with confirmed RELAXES evidence."""
+    from monitor.review.rewording import propose_rewordings
+
+    app_ctx = _context(ctx)
+    summary = propose_rewordings(app_ctx.existing_store, app_ctx.settings, claim_ids=claim or None)
+    _propose(summary)
+    if not summary.proposed and not summary.failed:
+        console.print(
+            f"nothing to propose ({summary.unchanged} claim(s) already have an open proposal)",
+            highlight=False,
+        )
+    if summary.failed and not summary.proposed:
+        from monitor.errors import JudgeError
+
+        raise JudgeError(f"no wording could be proposed; first: {summary.failed[0]}")
+
+
+@reword_app.command("list")
+def reword_list_command(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Proposed wordings waiting for a decision."""
+    from monitor.review.rewording import open_views
+
+    views = open_views(_store(ctx))
+    if as_json:
+        print(json.dumps([v.as_dict() for v in views], indent=2, ensure_ascii=False))
+        return
+    if not views:
+        console.print("No proposed wordings.")
+    for v in views:
+        cites = ", ".join(a for a, _ in v.cited)
+        console.print(f"[bold]{v.id}[/] {escape(v.claim_id)}: {escape(v.wording)} [dim](cites {cites})[/]")
+
+
+@reword_app.command("accept")
+def reword_accept_command(
+    ctx: typer.Context,
+    rewording_id: Annotated[int, typer.Argument(help="The proposal id (`monitor review reword list`).")],
+    note: Annotated[str, typer.Option("--note", "-n", help="A note kept with the decision.")] = "",
+) -> None:
+    """Make the proposed wording the claim: it joins the old one's lines; the old one is retired."""
+    from monitor.review.rewording import accept
+
+    done = accept(_store(ctx), rewording_id, note)
+    moved = _refresh_verdicts(ctx)
+    console.print(
+        f"accepted {done.rewording_id}: {done.old_claim_id} -> {done.new_claim_id} in {done.lines} line(s); "
+        f"verdicts changed {moved}",
+        highlight=False,
+    )
+
+
+@reword_app.command("reject")
+def reword_reject_command(
+    ctx: typer.Context,
+    rewording_id: Annotated[int, typer.Argument(help="The proposal id (`monitor review reword list`).")],
+    note: Annotated[str, typer.Option("--note", "-n", help="Why, kept with the decision.")] = "",
+) -> None:
+    """Decline a proposed wording; the claim stays as written."""
+    from monitor.review.rewording import reject
+
+    done = reject(_store(ctx), rewording_id, note)
+    console.print(f"rejected {done.rewording_id} for {done.old_claim_id}", highlight=False)

@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from monitor.review.queue import SHORT, ReviewItem, record
+from monitor.review.rewording import ProposalView, accept, reject
 from monitor.store.db import Store
 
 HELP = (
@@ -129,4 +130,60 @@ def walk(
             else:
                 summary.relabelled += 1
         console.print(f"[green]{done.action}[/] {done.from_label} -> {done.label or 'dismissed'}")
+    return summary
+
+
+PROPOSAL_HELP = (
+    "[bold]a[/] accept · [bold]x[/] reject · [bold]n[/] note and reject · [bold]k[/] skip · [bold]q[/] quit"
+)
+PROPOSAL_KEYS = {"a": "accept", "x": "reject", "n": "note", "k": "skip", " ": "skip", "q": "quit"}
+
+
+@dataclass
+class ProposalWalk:
+    accepted: int = 0
+    rejected: int = 0
+    skipped: int = 0
+    left: int = 0
+
+
+def walk_proposals(
+    console: Console,
+    store: Store,
+    proposals: list[ProposalView],
+    key: Callable[[], str] = read_key,
+    line: Callable[[str], str] = read_line,
+) -> ProposalWalk:
+    """Show each proposed wording beside the claim; accept, reject (with a note) or skip it."""
+    summary = ProposalWalk()
+    for index, p in enumerate(proposals, start=1):
+        console.rule(f"[{index}/{len(proposals)}] proposed wording for {escape(p.claim_id)}")
+        console.print(
+            f"[bold]Now[/] ({escape(p.claim_date or 'undated')}): {escape(p.claim)}", soft_wrap=True
+        )
+        console.print(f"[bold]Proposed[/]: {escape(p.wording)}", soft_wrap=True)
+        console.print(
+            f"[dim]condition:[/] {escape(p.condition)} · [dim]by[/] {escape(p.model)}", soft_wrap=True
+        )
+        for arxiv_id, title in p.cited:
+            console.print(f"  cites {escape(arxiv_id)} {escape(title)}", soft_wrap=True)
+        console.print(PROPOSAL_HELP)
+        while (action := PROPOSAL_KEYS.get(key())) is None:
+            console.print(PROPOSAL_HELP)
+        if action == "quit":
+            summary.left = len(proposals) - index + 1
+            break
+        if action == "skip":
+            summary.skipped += 1
+            continue
+        if action == "accept":
+            done = accept(store, p.id)
+            summary.accepted += 1
+            console.print(
+                f"[green]accepted[/]: {done.old_claim_id} -> {done.new_claim_id} in {done.lines} line(s)"
+            )
+            continue
+        done = reject(store, p.id, note=line("note: ") if action == "note" else "")
+        summary.rejected += 1
+        console.print("[yellow]rejected[/]")
     return summary

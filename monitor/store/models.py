@@ -295,6 +295,30 @@ class Review(Base):
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
 
 
+class ClaimRewording(Base):
+    """A narrowed wording for a claim that confirmed RELAXES evidence bounds, proposed by an LLM.
+
+    Accepting one (`monitor review reword accept`) adds the new claim to the old one's lines and retires
+    the old one (`replaced_by`), keeping its evidence and verdict history; later imports of the same
+    seed text keep the accepted wording (claims/rewordings.py), so the library's file need not change.
+    """
+
+    __tablename__ = "claim_rewordings"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    claim_id: Mapped[str] = mapped_column(ForeignKey("claims.id"), index=True)  # the claim as it stood
+    text: Mapped[str] = mapped_column(Text)  # the proposed wording
+    condition: Mapped[str] = mapped_column(Text)  # the condition the evidence found, in the model's words
+    cited: Mapped[list[str]] = mapped_column(JSON, default=list)  # arXiv ids of the confirmed papers
+    model: Mapped[str] = mapped_column(String(200))
+    prompt_version: Mapped[str] = mapped_column(String(40))
+    exchange_id: Mapped[int | None] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(10), default="proposed")  # proposed | accepted | rejected
+    note: Mapped[str] = mapped_column(Text, default="")
+    new_claim_id: Mapped[str | None] = mapped_column(String(32))  # set on acceptance
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    decided_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
+
+
 class LLMExchange(Base):
     """Every request to a judge model and what came back, with tokens, latency and any error."""
 

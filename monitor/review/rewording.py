@@ -1,0 +1,352 @@
+"""Narrowed wordings for claims that confirmed evidence RELAXES: proposed by an LLM, decided by a curator.
+
+Only curator-confirmed RELAXES count (a model's own RELAXES never rewrites a claim). With an
+OpenAI-compatible judge configured, `propose` asks its model once per claim and set of confirmed papers
+(the judge's transport: structured output, retries, one corrective turn, every exchange logged), and
+checks the answer: a wording that differs from the claim, a condition, and citations drawn only from the
+papers it was shown. `accept` adds the new claim to every line that cites the old one and retires the
+old one with `replaced_by`, so its evidence and verdict history stay where they were; `reject` records
+the decision. Without an LLM the digest quotes the condition the evidence names instead.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from openai import OpenAI
+from pydantic import BaseModel, ConfigDict, ValidationError
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from monitor.claims.ids import claim_id, normalise
+from monitor.config import Settings
+from monitor.errors import ConfigError, JudgeError, UsageError
+from monitor.judge.base import Recorder
+from monitor.judge.exchanges import ExchangeRecorder
+from monitor.judge.openai_judge import OpenAIJudge
+from monitor.judge.prompts import DEFAULT_PROMPTS_DIR, defuse, prompt_version, template_environment
+from monitor.judge.schema import InvalidAnswer, load_json
+from monitor.store import Store
+from monitor.store.models import Assessment, Claim, ClaimRewording, Line, LineClaim, Paper, utcnow
+from monitor.store.reviews import decisions_in_force
+from monitor.store.rewordings import decide, open_proposals, proposals_for
+
+TEMPLATE_NAMES = ("reword_system.j2", "reword_user.j2", "reword_correction.j2")
+MAX_WORDS = 80  # the prompt asks for at most 60; a little slack before calling it a rewrite
+# This prompt's own delimiters beyond the judge's (paper, title, abstract, claim).
+_OWN_TAGS = re.compile(r"<\s*/?\s*(?:quote|curator_note)\b[^<>]*>?", re.IGNORECASE)
+
+
+def _untrusted(text: object) -> str:
+    defused = defuse(" ".join(str(text or "").split()))
+    return _OWN_TAGS.sub(lambda m: m.group(0).replace("<", "&lt;").replace(">", "&gt;"), defused)
+
+
+@dataclass(frozen=True)
+class Confirmed:
+    """One paper a curator confirmed as RELAXING a claim: what the model is shown about it."""
+
+    arxiv_id: str
+    title: str
+    quote: str
+    note: str
+
+
+@dataclass(frozen=True)
+class Proposal:
+    wording: str
+    condition: str
+    cited: list[str]
+
+
+class _Answer(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    wording: str
+    condition: str
+    cited: list[str]
+
+
+def parse_proposal(text: str | None, claim_text: str, ids: list[str]) -> Proposal:
+    """The model's proposal, checked; InvalidAnswer says what is wrong (for the corrective turn)."""
+    if not text or not text.strip():
+        raise InvalidAnswer("the reply is empty")
+    try:
+        answer = _Answer.model_validate(load_json(text))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise InvalidAnswer(f"expected wording, condition and cited: {where}: {first['msg']}") from None
+    wording, condition = " ".join(answer.wording.split()), " ".join(answer.condition.split())
+    cited = list(dict.fromkeys(c.strip() for c in answer.cited if c.strip()))
+    if not wording or not condition:
+        raise InvalidAnswer("wording and condition must both be non-empty")
+    if normalise(wording) == normalise(claim_text):
+        raise InvalidAnswer("the wording is the claim unchanged; add the condition the papers found")
+    if len(wording.split()) > MAX_WORDS:
+        raise InvalidAnswer(f"the wording has {len(wording.split())} words; at most 60")
+    unknown = [c for c in cited if c not in ids]
+    if unknown or not cited:
+        raise InvalidAnswer(f"cite at least one id, and only ids from {ids} (got {cited})")
+    return Proposal(wording, condition, cited)
+
+
+class ClaimRewriter(OpenAIJudge):
+    """The judge's OpenAI-compatible transport asking for a narrowed wording instead of labels."""
+
+    name = "openai-reword"
+    schema_name = "claim_rewording"
+
+    def __init__(self, settings: Settings, client: OpenAI | None = None) -> None:
+        judge = settings.judge
+        if not (judge.base_url or judge.api_key):
+            raise ConfigError(
+                "proposing a wording needs an LLM: set judge.base_url (OPENAI_BASE_URL) or an API key "
+                "(OPENAI_API_KEY)"
+            )
+        super().__init__(judge, client=client)
+        directory = Path(judge.prompts_dir) if judge.prompts_dir else DEFAULT_PROMPTS_DIR
+        if not all((directory / name).is_file() for name in TEMPLATE_NAMES):
+            directory = DEFAULT_PROMPTS_DIR  # a user's prompts folder from before rewording existed
+        self.env: jinja2.Environment = template_environment(directory, TEMPLATE_NAMES, "rewording")
+        self.env.filters["untrusted"] = _untrusted
+        self.prompt_version = "rw-" + prompt_version(directory, TEMPLATE_NAMES)
+
+    def schema(self, ids: list[str], bounds: bool = False) -> dict[str, Any]:
+        cited: dict[str, Any] = {"type": "array", "items": {"type": "string", "enum": list(ids)}}
+        if bounds:
+            cited["minItems"] = 1
+        return {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["wording", "condition", "cited"],
+            "properties": {"wording": {"type": "string"}, "condition": {"type": "string"}, "cited": cited},
+        }
+
+    def max_tokens(self, ids: list[str]) -> int:
+        return 300 + 16 * len(ids)
+
+    def propose(
+        self, claim: Claim, evidence: list[Confirmed], recorder: Recorder | None = None
+    ) -> tuple[Proposal, int | None]:
+        ids = [e.arxiv_id for e in evidence]
+        messages = [
+            {"role": "system", "content": self.env.get_template("reword_system.j2").render().strip()},
+            {
+                "role": "user",
+                "content": self.env.get_template("reword_user.j2")
+                .render(claim=claim, evidence=evidence)
+                .strip(),
+            },
+        ]
+        correction = self.env.get_template("reword_correction.j2")
+        return self.ask(
+            messages,
+            ids,
+            f"rewording {claim.id}",
+            recorder,
+            parse=lambda text: parse_proposal(text, claim.text, ids),
+            correction=lambda problem: correction.render(problem=problem, ids=ids).strip(),
+        )
+
+
+def confirmed_relaxes(session: Session, claim_ids: list[str] | None = None) -> dict[str, list[Confirmed]]:
+    """Active claim id -> the papers a curator confirmed (or relabelled) as RELAXES, by arXiv id."""
+    found: dict[str, list[Confirmed]] = {}
+    for (cid, arxiv_id), decision in sorted(decisions_in_force(session, claim_ids).items()):
+        if decision.label != "RELAXES":
+            continue
+        claim = session.get(Claim, cid)
+        paper = session.get(Paper, arxiv_id)
+        if claim is None or claim.retired_at is not None or paper is None:
+            continue
+        quote = session.scalar(
+            select(Assessment.evidence)
+            .where(Assessment.claim_id == cid, Assessment.arxiv_id == arxiv_id, Assessment.evidence != "")
+            .order_by(Assessment.id.desc())
+            .limit(1)
+        )
+        found.setdefault(cid, []).append(Confirmed(arxiv_id, paper.title, quote or "", decision.note))
+    return found
+
+
+def llm_configured(settings: Settings) -> bool:
+    return bool(settings.judge.base_url or settings.judge.api_key)
+
+
+@dataclass
+class ProposeSummary:
+    proposed: list[int] = field(default_factory=list)  # new claim_rewordings ids
+    unchanged: int = 0  # claims whose open proposal already covers their confirmed papers
+    failed: list[str] = field(default_factory=list)  # "claim id: reason"
+
+
+def propose_rewordings(
+    store: Store,
+    settings: Settings,
+    claim_ids: list[str] | None = None,
+    run_id: int | None = None,
+    client: OpenAI | None = None,
+) -> ProposeSummary:
+    """Propose a wording for each claim with confirmed RELAXES evidence not covered by an open proposal."""
+    summary = ProposeSummary()
+    with store.session() as s:
+        wanted = confirmed_relaxes(s, claim_ids)
+        open_now = open_proposals(s, list(wanted))
+        todo = []
+        for cid, evidence in wanted.items():
+            pending = open_now.get(cid)
+            if pending is not None and set(pending.cited) <= {e.arxiv_id for e in evidence}:
+                summary.unchanged += 1
+                continue
+            s.expunge(claim := s.get(Claim, cid))  # type: ignore[arg-type]
+            todo.append((claim, evidence))
+    if not todo:
+        return summary
+    rewriter = ClaimRewriter(settings, client=client)
+    recorder = ExchangeRecorder(store, run_id)
+    for claim, evidence in todo:
+        try:
+            proposal, exchange_id = rewriter.propose(claim, evidence, recorder)
+        except JudgeError as exc:
+            summary.failed.append(f"{claim.id}: {exc}")
+            continue
+        with store.session() as s:
+            row = ClaimRewording(
+                claim_id=claim.id,
+                text=proposal.wording,
+                condition=proposal.condition,
+                cited=proposal.cited,
+                model=rewriter.model,
+                prompt_version=rewriter.prompt_version,
+                exchange_id=exchange_id,
+            )
+            s.add(row)
+            s.flush()
+            summary.proposed.append(row.id)
+    return summary
+
+
+@dataclass(frozen=True)
+class Decided:
+    rewording_id: int
+    status: str
+    old_claim_id: str
+    new_claim_id: str | None
+    lines: int
+
+
+def accept(store: Store, rewording_id: int, note: str = "") -> Decided:
+    """Make the proposed wording the claim: new claim in the old one's lines, old one retired."""
+    with store.session() as s:
+        row = _open_row(s, rewording_id)
+        old = s.get(Claim, row.claim_id)
+        if old is None or old.retired_at is not None:
+            raise UsageError(
+                f"claim {row.claim_id} is retired; its proposal {rewording_id} cannot be accepted"
+            )
+        new_id = claim_id(row.text)
+        new = s.get(Claim, new_id)
+        now = utcnow()
+        if new is None:
+            new = Claim(
+                id=new_id,
+                text=row.text,
+                kind=old.kind,
+                title=old.title,
+                original_title=old.original_title,
+                date_text=old.date_text,
+                date_start=old.date_start,
+                date_end=old.date_end,
+                date_precision=old.date_precision,
+                date_approximate=old.date_approximate,
+                topics=list(old.topics or []),
+                created_at=now,
+            )
+            s.add(new)
+        new.retired_at, new.replaced_by = None, None
+        links = list(
+            s.scalars(
+                select(LineClaim)
+                .join(Line, Line.id == LineClaim.line_id)
+                .where(LineClaim.claim_id == old.id, LineClaim.retired_at.is_(None))
+            )
+        )
+        for link in links:
+            link.retired_at = now
+            have = s.get(LineClaim, (link.line_id, new_id))
+            if have is None:
+                s.add(
+                    LineClaim(line_id=link.line_id, claim_id=new_id, role=link.role, position=link.position)
+                )
+            else:
+                have.retired_at = None
+        old.retired_at, old.replaced_by = now, new_id
+        decide(s, row, "accepted", note, new_id)
+        return Decided(rewording_id, "accepted", old.id, new_id, len(links))
+
+
+def reject(store: Store, rewording_id: int, note: str = "") -> Decided:
+    with store.session() as s:
+        row = _open_row(s, rewording_id)
+        decide(s, row, "rejected", note, None)
+        return Decided(rewording_id, "rejected", row.claim_id, None, 0)
+
+
+def history(store: Store, claim_id_: str) -> list[ClaimRewording]:
+    with store.session() as s:
+        rows = proposals_for(s, claim_id_)
+        s.expunge_all()
+        return rows
+
+
+def _open_row(s: Session, rewording_id: int) -> ClaimRewording:
+    row = s.get(ClaimRewording, rewording_id)
+    if row is None:
+        raise UsageError(f"no proposed wording with id {rewording_id} (see `monitor review reword list`)")
+    if row.status != "proposed":
+        raise UsageError(
+            f"proposed wording {rewording_id} was already {row.status} on {row.decided_at:%Y-%m-%d}"
+        )
+    return row
+
+
+@dataclass(frozen=True)
+class ProposalView:
+    """An open proposal as the walk, `reword list` and the digest show it."""
+
+    id: int
+    claim_id: str
+    claim: str
+    claim_date: str | None
+    wording: str
+    condition: str
+    cited: list[tuple[str, str]]  # (arXiv id, title)
+    model: str
+
+    def as_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["cited"] = [{"arxiv_id": a, "title": t} for a, t in self.cited]
+        return out
+
+
+def open_views(store: Store, claim_ids: list[str] | None = None) -> list[ProposalView]:
+    """Proposals waiting for a curator, oldest first, with their claims and cited papers."""
+    with store.session() as s:
+        views = []
+        for row in sorted(open_proposals(s, claim_ids).values(), key=lambda r: r.id):
+            claim = s.get(Claim, row.claim_id)
+            if claim is None or claim.retired_at is not None:
+                continue  # the library changed the claim meanwhile; the proposal no longer applies
+            titles = [(a, (p.title if (p := s.get(Paper, a)) else a)) for a in row.cited]
+            views.append(
+                ProposalView(
+                    row.id, claim.id, claim.text, claim.date_text, row.text, row.condition, titles, row.model
+                )
+            )
+        return views

@@ -1,0 +1,50 @@
+"""Proposed wordings for claims (`claim_rewordings` rows): the open one per claim, listing, deciding.
+
+The review stage writes proposals and decisions through these; the claims importer reads the accepted
+ones (`accepted_wordings`) so a re-import of unchanged seeds keeps what a curator accepted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from monitor.store.models import ClaimRewording, utcnow
+
+STATUSES = ("proposed", "accepted", "rejected")
+
+
+def open_proposals(session: Session, claim_ids: Iterable[str] | None = None) -> dict[str, ClaimRewording]:
+    """claim id -> its newest proposal still waiting for a curator."""
+    query = select(ClaimRewording).where(ClaimRewording.status == "proposed").order_by(ClaimRewording.id)
+    if claim_ids is not None:
+        query = query.where(ClaimRewording.claim_id.in_(list(claim_ids)))
+    return {row.claim_id: row for row in session.scalars(query)}
+
+
+def proposals_for(session: Session, claim_id: str) -> list[ClaimRewording]:
+    """Every proposal ever made for one claim, oldest first (its rewording history)."""
+    query = select(ClaimRewording).where(ClaimRewording.claim_id == claim_id)
+    return list(session.scalars(query.order_by(ClaimRewording.id)))
+
+
+def list_proposals(session: Session, status: str | None = "proposed") -> list[ClaimRewording]:
+    query = select(ClaimRewording).order_by(ClaimRewording.id)
+    if status is not None:
+        query = query.where(ClaimRewording.status == status)
+    return list(session.scalars(query))
+
+
+def accepted_wordings(session: Session) -> dict[str, ClaimRewording]:
+    """Old claim id -> the accepted rewording that replaced it (the newest, if ever several)."""
+    query = select(ClaimRewording).where(ClaimRewording.status == "accepted").order_by(ClaimRewording.id)
+    return {row.claim_id: row for row in session.scalars(query)}
+
+
+def decide(session: Session, row: ClaimRewording, status: str, note: str, new_claim_id: str | None) -> None:
+    if status not in STATUSES[1:]:
+        raise ValueError(f"unknown decision {status!r}")
+    row.status, row.note, row.new_claim_id, row.decided_at = status, note, new_claim_id, utcnow()
+    session.flush()

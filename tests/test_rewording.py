@@ -1,0 +1,215 @@
+"""Proposed wordings: an LLM narrows a claim that confirmed RELAXES evidence bounds; a curator decides.
+
+The LLM is a real HTTP server (tests/llm_server.py) speaking the OpenAI protocol; the store is real.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from digest_world import TRUSTED_ENV, World, trusted_settings
+from llm_server import Reply, ScriptedLLM, completion
+from sqlalchemy import select
+
+from monitor.claims.importer import import_claims
+from monitor.config import Settings
+from monitor.errors import UsageError
+from monitor.judge.schema import InvalidAnswer
+from monitor.report.digest import gather_digest
+from monitor.report.period import resolve_period
+from monitor.report.render import render
+from monitor.review.queue import record
+from monitor.review.rewording import accept, open_views, parse_proposal, propose_rewordings, reject
+from monitor.store import open_store
+from monitor.store.models import Claim, ClaimRewording, LineClaim, LLMExchange
+
+CLAIM = "RL updates only a small fraction of parameters"
+ABSTRACT = (
+    "We study RL fine-tuning at scale. For models under 7B parameters, RL updates only a small "
+    "fraction of weights, but above 30B parameters the updates become dense across layers."
+)
+QUOTE = "above 30B parameters the updates become dense across layers"
+WORDING = "RL updates only a small fraction of parameters in models under 30B parameters"
+
+
+@pytest.fixture
+def llm() -> Iterator[ScriptedLLM]:
+    with ScriptedLLM() as server:
+        yield server
+
+
+def llm_settings(llm: ScriptedLLM, **judge: Any) -> Settings:
+    base = trusted_settings()
+    options = {"base_url": llm.url, "model": "scripted-model", "max_retries": 0, "timeout_seconds": 5.0}
+    return base.model_copy(update={"judge": base.judge.model_copy(update={**options, **judge})})
+
+
+def reply(
+    wording: str = WORDING, cited: list[str] | None = None, condition: str = "models under 30B"
+) -> Reply:
+    body = {
+        "wording": wording,
+        "condition": condition,
+        "cited": cited if cited is not None else ["2603.00001"],
+    }
+    return Reply(body=completion(json.dumps(body)))
+
+
+def relaxed_world(store) -> tuple[World, str]:
+    """A claim in two lines with one RELAXES a curator confirmed; returns the claim id."""
+    w = World(store)
+    w.line("l1", "Where does RL act?")
+    w.line("l2", "How sparse is RL?")
+    cid = "c-000000000001"
+    w.claim(cid, CLAIM, ("l1", "l2"), "2025-05", dt.date(2025, 5, 1), dt.date(2025, 5, 31), "month")
+    w.paper("2603.00001", "Dense RL at scale", dt.date(2026, 3, 10), abstract=ABSTRACT)
+    aid = w.assess("2603.00001", cid, "RELAXES", 0.7, evidence=QUOTE)
+    record(store, aid, label="R", note="only above 30B")
+    return w, cid
+
+
+def test_the_model_sees_the_confirmed_quote_and_its_proposal_is_stored(store, llm) -> None:
+    _, cid = relaxed_world(store)
+    llm.push(reply())
+    done = propose_rewordings(store, llm_settings(llm))
+    assert len(done.proposed) == 1 and not done.failed
+    [request] = llm.chat_requests()
+    user = request.body["messages"][1]["content"]
+    assert QUOTE in user and CLAIM in user and "only above 30B" in user and 'id="2603.00001"' in user
+    assert request.body["response_format"]["json_schema"]["schema"]["properties"]["cited"]["items"][
+        "enum"
+    ] == ["2603.00001"]
+    [view] = open_views(store)
+    assert (view.claim_id, view.wording, view.cited) == (cid, WORDING, [("2603.00001", "Dense RL at scale")])
+    with store.session() as s:
+        exchange = s.scalar(select(LLMExchange))
+        assert exchange is not None and exchange.prompt_version.startswith("rw-") and exchange.error is None
+    # Nothing new confirmed: no second call.
+    again = propose_rewordings(store, llm_settings(llm))
+    assert (again.proposed, again.unchanged, len(llm.chat_requests())) == ([], 1, 1)
+
+
+def test_a_bad_answer_gets_one_corrective_turn_then_counts_as_failed(store, llm) -> None:
+    relaxed_world(store)
+    llm.push(reply(cited=["2601.99999"]), reply(wording=CLAIM + "."))
+    done = propose_rewordings(store, llm_settings(llm, response_format="json_object"))
+    assert done.proposed == [] and len(done.failed) == 1 and "invalid answer" in done.failed[0]
+    second = llm.chat_requests()[1].body["messages"][-1]["content"]
+    assert "only ids from ['2603.00001']" in second
+    assert open_views(store) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("", "empty"),
+        ('{"wording": "x"}', "condition"),
+        (json.dumps({"wording": CLAIM.upper(), "condition": "c", "cited": ["a"]}), "unchanged"),
+        (json.dumps({"wording": WORDING, "condition": "c", "cited": []}), "at least one"),
+        (json.dumps({"wording": "word " * 90, "condition": "c", "cited": ["a"]}), "at most 60"),
+    ],
+)
+def test_parse_rejects_what_a_curator_could_not_use(text: str, problem: str) -> None:
+    with pytest.raises(InvalidAnswer, match=problem):
+        parse_proposal(text, CLAIM, ["a"])
+
+
+def test_accepting_moves_the_claim_into_its_lines_and_a_reimport_keeps_it(tmp_path: Path, llm) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'monitor.db'}")
+    seeds = tmp_path / "claims.yaml"
+    seeds.write_text(f"question: Where does RL act?\nclaims:\n  - text: {CLAIM}\n    date: 2025-05\n")
+    settings = llm_settings(llm)
+    settings.paths.seeds = tmp_path
+    import_claims(store, settings, [seeds])
+    with store.session() as s:
+        [old] = s.scalars(select(Claim)).all()
+        old_id, line_id = old.id, s.scalar(select(LineClaim.line_id))
+    w = World(store)
+    w.paper("2603.00001", "Dense RL at scale", dt.date(2026, 3, 10), abstract=ABSTRACT)
+    record(store, w.assess("2603.00001", old_id, "RELAXES", 0.7, evidence=QUOTE), label="R")
+    llm.push(reply())
+    [pid] = propose_rewordings(store, settings).proposed
+    done = accept(store, pid, note="fair")
+    with store.session() as s:
+        old, new = s.get(Claim, old_id), s.get(Claim, done.new_claim_id)
+        assert old.retired_at is not None and old.replaced_by == new.id
+        assert new.retired_at is None and new.text == WORDING and new.date_text == "2025-05"
+        links = {(r.claim_id, r.retired_at is None) for r in s.scalars(select(LineClaim))}
+        assert links == {(old_id, False), (new.id, True)}
+        row = s.get(ClaimRewording, pid)
+        assert (row.status, row.note, row.new_claim_id) == ("accepted", "fair", new.id)
+    # The library's file still says the old text: the accepted wording stays in force.
+    again = import_claims(store, settings, [seeds])
+    assert again.claims_retired == [] and again.claims_reactivated == [] and again.claims_added == []
+    with store.session() as s:
+        active = [c.id for c in s.scalars(select(Claim).where(Claim.retired_at.is_(None)))]
+        assert (
+            active == [done.new_claim_id]
+            and s.get(LineClaim, (line_id, done.new_claim_id)).retired_at is None
+        )
+    # The library rewrites the claim its own way: that text wins and replaces the reworded claim.
+    seeds.write_text(
+        "question: Where does RL act?\nclaims:\n  - text: RL is sparse below 30B\n    date: 2025-05\n"
+    )
+    third = import_claims(store, settings, [seeds])
+    assert third.claims_retired == [done.new_claim_id] and len(third.claims_added) == 1
+    with pytest.raises(UsageError, match="already accepted"):
+        accept(store, pid)
+    store.close()
+
+
+def test_rejecting_keeps_the_claim_and_the_digest_shows_open_proposals(store, llm) -> None:
+    _, cid = relaxed_world(store)
+    settings = llm_settings(llm)
+    settings.report.research_questions = False  # only the proposal's call reaches the server
+    llm.push(reply())
+    digest = gather_digest(store, settings, resolve_period("2026-W11"))
+    text = render(digest, "md", settings)
+    [view] = open_views(store)
+    assert f"**Proposed wording** (scripted-model, citing 2603.00001): {WORDING}" in text
+    assert f"`monitor review reword accept {view.id}`" in text and "1 proposed wording** to accept" in text
+    assert "<strong>Proposed wording</strong>" in render(digest, "html", settings)
+    reject(store, view.id, note="too narrow")
+    assert open_views(store) == []
+    after = render(gather_digest(store, settings, resolve_period("2026-W11"), ask_llm=False), "md", settings)
+    assert "Proposed wording" not in after and "Narrower than stated?" in after  # the condition, quoted
+    with store.session() as s:
+        assert s.get(Claim, cid).retired_at is None
+
+
+def test_the_walk_and_the_commands(tmp_path: Path, llm) -> None:
+    url = f"sqlite:///{tmp_path / 'monitor.db'}"
+    store = open_store(url)
+    _, cid = relaxed_world(store)
+    store.close()
+    env = dict(os.environ, MONITOR_DATABASE__URL=url, MONITOR_JUDGE__BASE_URL=llm.url, **TRUSTED_ENV)
+    env.pop("MONITOR_CONFIG", None)
+
+    def monitor(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-c", "from monitor.cli import main; main()", *args]
+        return subprocess.run(
+            command, input=stdin, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120
+        )
+
+    llm.push(reply())
+    proposed = monitor("review", "reword", "propose")
+    assert proposed.returncode == 0 and "proposed 1 narrowed wording" in proposed.stdout, proposed.stderr
+    [row] = json.loads(monitor("review", "reword", "list", "--json").stdout)
+    assert row["claim_id"] == cid and row["wording"] == WORDING
+    walked = monitor("review", stdin="k\n")  # nothing else to review: the proposal is shown; skip it
+    assert "Proposed: " + WORDING in walked.stdout and "skipped 1" in walked.stdout, walked.stderr
+    walked = monitor("review", stdin="a\n")
+    assert f"accepted: {cid} -> " in walked.stdout and "wordings accepted 1" in walked.stdout, walked.stderr
+    assert "Nothing needs review." in monitor("review").stdout
+    bad = monitor("review", "reword", "accept", str(row["id"]))
+    assert bad.returncode == 64 and "already accepted" in bad.stderr
+    unknown = monitor("review", "reword", "reject", "99")
+    assert unknown.returncode == 64 and "no proposed wording with id 99" in unknown.stderr
