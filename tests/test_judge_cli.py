@@ -90,11 +90,11 @@ def test_budget_and_failures_exit_non_zero(
         db_url,
         "--provider",
         "openai",
-        MONITOR_JUDGE__TOKEN_BUDGET="700",
+        MONITOR_JUDGE__TOKEN_BUDGET="1100",  # a call's estimate (~800) fits once; 600 spent + 800 does not
         MONITOR_JUDGE__CONCURRENCY="1",
     )
     assert spent.returncode == 7, spent.stderr
-    assert "token budget 700 reached" in spent.stderr and len(assessments(store)) == 1
+    assert "token budget 1100 reached" in spent.stderr and len(assessments(store)) == 1
     llm.default = lambda _req: Reply(body=completion(None, refusal="I can't help with that."))
     refused = monitor(db_url, MONITOR_JUDGE__TOKEN_BUDGET=None)
     assert refused.returncode == 6 and "refused" in refused.stderr

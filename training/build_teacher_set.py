@@ -32,6 +32,8 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 RELAY = SHARED / "tools" / "llm_relay.py"
 TEACHER_MODEL = "claude (build-time helper agents)"
+# The judge prompts the teacher set was answered under (a frozen copy; prompts/ has moved on since).
+TEACHER_PROMPTS = REPO / "training" / "teacher" / "prompts"
 
 
 def split_of(arxiv_id: str) -> str:
@@ -47,8 +49,12 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def relay_server(answers: list[dict]) -> Iterator[dict[str, str]]:
-    """`llm_relay.py replay` answering from `answers`; yields the environment that points the judge at it."""
+def relay_server(answers: list[dict], prompts: Path = TEACHER_PROMPTS) -> Iterator[dict[str, str]]:
+    """`llm_relay.py replay` answering from `answers`; yields the environment that points the judge at it.
+
+    Answers are keyed by the exact request, so the judge must render it with the prompts the teacher
+    read: by default the frozen copy in teacher/prompts/ (version 76986db88a0e), not today's prompts/.
+    """
     with tempfile.TemporaryDirectory() as tmp:
         answers_file = Path(tmp) / "answers.jsonl"
         write_jsonl(answers_file, answers)
@@ -76,6 +82,7 @@ def relay_server(answers: list[dict]) -> Iterator[dict[str, str]]:
                 MONITOR_JUDGE__BASE_URL=f"http://127.0.0.1:{port}/v1",
                 MONITOR_JUDGE__API_KEY="relay",
                 MONITOR_JUDGE__MODEL="teacher",
+                MONITOR_JUDGE__PROMPTS_DIR=str(prompts.resolve()),
             )
         finally:
             relay.terminate()
@@ -121,7 +128,7 @@ def main() -> None:
             label=p["predicted"],
             teacher_confidence=p["confidence"],
             teacher_model=TEACHER_MODEL,
-            prompt_version=load_prompts().version,
+            prompt_version=load_prompts(TEACHER_PROMPTS).version,
             split=split_of(p["arxiv_id"]),
         )
         rows.append(out)

@@ -24,7 +24,7 @@ from monitor.judge.grounding import ground
 from monitor.judge.schema import InvalidAnswer, parse_answer
 
 _TAG = re.compile(r"<(title|abstract)>(.*?)</\1>", re.DOTALL)
-_CLAIM = re.compile(r'<claim id="([^"]+)">(.*?)</claim>', re.DOTALL)
+_CLAIM = re.compile(r'<claim id="([^"]+)"[^>]*>(.*?)</claim>', re.DOTALL)
 
 
 def split(requests: Path, outdir: Path, size: int) -> None:

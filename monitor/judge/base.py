@@ -23,6 +23,7 @@ class PaperText:
     version: int
     title: str
     abstract: str
+    published: str | None = None  # ISO date the paper appeared, shown to LLM judges beside the claim's date
 
 
 @dataclass(frozen=True)

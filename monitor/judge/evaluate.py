@@ -296,7 +296,8 @@ def _predict(judge: Judge, pair: Pair) -> Prediction:
     A pair with no valid answer (refusal, invalid twice) counts as UNRELATED with its error kept,
     so one bad answer does not end the evaluation.
     """
-    paper = PaperText(arxiv_id=f"pair-{pair.line}", version=1, title=pair.title, abstract=pair.abstract)
+    published = str(pair.extra.get("published") or "")[:10] or None  # shown to the judge as the pipeline does
+    paper = PaperText(f"pair-{pair.line}", 1, pair.title, pair.abstract, published)
     date_text = pair.extra.get("claim_date")
     claim = ClaimText(id=f"line-{pair.line}", text=pair.claim, date_text=date_text or None)
     try:

@@ -158,7 +158,8 @@ def pending_units(
 ) -> list[WorkUnit]:
     """The work a run would do, grouped by paper version and chunked by the judge's claims_per_call."""
     # Pairs an LLM screen has not kept (pending or dropped) are not the judge's.
-    query = candidate_pairs(Claim.date_text).where(Candidate.screen.is_(None) | (Candidate.screen == "kept"))
+    query = candidate_pairs(Claim.date_text, Paper.published)
+    query = query.where(Candidate.screen.is_(None) | (Candidate.screen == "kept"))
     if claim_ids:
         query = query.where(Claim.id.in_(claim_ids))
     if since:
@@ -178,7 +179,7 @@ def pending_units(
     per_call = max(1, getattr(judge, "claims_per_call", 1))
     units: list[WorkUnit] = []
     current: WorkUnit | None = None
-    for arxiv_id, version, claim_id, text, date_text, title, abstract in rows:
+    for arxiv_id, version, claim_id, text, date_text, published, title, abstract in rows:
         key = cache_key(arxiv_id, version, text, judge.name, judge.model, judge.prompt_version)
         if key in done:
             continue
@@ -188,7 +189,8 @@ def pending_units(
             version,
         )
         if not same_paper or len(current.pairs) >= per_call:  # type: ignore[union-attr]
-            current = WorkUnit(PaperText(arxiv_id, version, title or "", abstract or ""), [])
+            day = published.isoformat() if published else None
+            current = WorkUnit(PaperText(arxiv_id, version, title or "", abstract or "", day), [])
             units.append(current)
         current.pairs.append(pair)  # type: ignore[union-attr]
     return units

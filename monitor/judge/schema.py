@@ -70,13 +70,15 @@ def response_schema(claim_ids: list[str], bounds: bool = False) -> dict[str, Any
                 "items": {
                     "type": "object",
                     "additionalProperties": False,
-                    "required": ["claim_id", "label", "confidence", "rationale", "evidence"],
+                    # In generation order: quote, then reason, then decide (constrained decoders
+                    # emit keys in this order, so the label is conditioned on the quote).
+                    "required": ["claim_id", "evidence", "rationale", "label", "confidence"],
                     "properties": {
                         "claim_id": {"type": "string", "enum": list(claim_ids)},
+                        "evidence": {"type": "string"},
+                        "rationale": {"type": "string"},
                         "label": {"type": "string", "enum": list(LABELS)},
                         "confidence": {"type": "number"},
-                        "rationale": {"type": "string"},
-                        "evidence": {"type": "string"},
                     },
                 },
             }
