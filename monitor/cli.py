@@ -158,13 +158,22 @@ def seeds_import_command(
         bool,
         typer.Option("--prune", help="Also retire lines and claims of files no longer in the import set."),
     ] = False,
+    allow_retire: Annotated[
+        bool,
+        typer.Option(
+            "--allow-retire",
+            help="Retire the lines, claims and anchors the files no longer hold (refused without it).",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print what changed as JSON.")] = False,
 ) -> None:
     """Import claims and print what changed. A bad file aborts the whole import; nothing is written.
 
     Importing again changes nothing. An edited claim text is a new claim; the old one is retired.
 
-    Retired claims keep their assessments. Files left out of the set keep their claims, unless --prune.
+    An import that would retire anything is refused (exit 3, listing it) unless --allow-retire or
+    --prune. Retired claims keep their assessments. Files left out of the set keep their claims, unless
+    --prune.
     """
     import json
     from pathlib import Path
@@ -174,7 +183,9 @@ def seeds_import_command(
 
     app_ctx = ctx_of(ctx)
     report = import_claims(
-        app_ctx.store, app_ctx.settings, [Path(p) for p in paths] if paths else None, prune=prune
+        app_ctx.store, app_ctx.settings, [Path(p) for p in paths] if paths else None,
+        prune=prune,
+        allow_retire=allow_retire,
     )
     if as_json:
         typer.echo(json.dumps(report.as_dict(), indent=2, ensure_ascii=False))

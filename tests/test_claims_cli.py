@@ -189,3 +189,24 @@ def test_reading_commands_on_a_database_without_our_tables_say_so(tmp_path: Path
     sqlite3.connect(tmp_path / "other.db").close()  # an empty file from something else
     result = monitor("--db", f"sqlite:///{tmp_path / 'other.db'}", "verdicts", cwd=tmp_path)
     assert result.returncode == 4 and "holds no claim-monitor data yet" in result.stderr
+
+
+def test_cut_file_and_unasked_retirement_exit_3_and_allow_retire_accepts(project: Path, db_url: str) -> None:
+    assert monitor("--db", db_url, "seeds", "import", cwd=project).returncode == 0
+    before = claim_rows(db_url)
+    path = next((project / "seeds").glob("000_*.txt"))
+    full = path.read_text()
+    path.write_text("".join(full.splitlines(keepends=True)[:71]))  # `head -n 71`, the reported case
+    cut = monitor("--db", db_url, "seeds", "import", cwd=project)
+    assert cut.returncode == 3 and "Traceback" not in cut.stderr
+    assert f"seeds/{path.name}:71: " in cut.stderr and "looks cut off" in cut.stderr
+    lines = full.split("\n")
+    path.write_text("\n".join(ln for ln in lines if not ln.startswith("• arXiv:2505.11711")))
+    refused = monitor("--db", db_url, "seeds", "import", cwd=project)
+    assert refused.returncode == 3 and "would retire 1 anchor" in refused.stderr
+    assert "arXiv:2505.11711" in refused.stderr and "--allow-retire" in refused.stderr
+    assert claim_rows(db_url) == before
+    done = monitor("--db", db_url, "seeds", "import", "--allow-retire", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert "retired as asked: 1 anchor" in done.stdout and "arXiv:2505.11711" in done.stdout
+    assert monitor("--db", db_url, "seeds", "import", cwd=project).returncode == 0

@@ -220,3 +220,142 @@ def test_duplicate_question_across_files_is_an_error(store, settings: Settings, 
     shutil.copy(seed(seeds, "002"), seeds / "009_copy.txt")
     with pytest.raises(InputError, match=r"009_copy.txt:3: the question .* is already a line in seeds/002_"):
         import_claims(store, settings)
+
+
+# --- issue 13 item 1: an import never retires anything by accident --------------------------------
+
+
+def cut_lines(path: Path, keep: int) -> None:
+    """Keep the first `keep` lines, as `head -n` would (each line with its newline)."""
+    path.write_text("".join(path.read_text().splitlines(keepends=True)[:keep]))
+
+
+def test_all_five_real_seeds_pass_the_completeness_rule(seeds: Path) -> None:
+    from monitor.claims.seeds import parse_seed_file
+
+    kinds = [parse_seed_file(p).kind for p in sorted(seeds.glob("*.txt"))]
+    assert kinds == ["line", "note", "line", "line", "line"]
+
+
+@pytest.mark.parametrize(
+    "prefix,cut,line",
+    [
+        ("000", 71, 71),  # the reported case: dated claims cut, anchors and the marker gone
+        ("000", 20, 19),  # inside the notes: the marker check comes before the note count
+        ("004", 84, 84),  # among the anchor papers
+        ("001", 20, 20),  # the single note without its "Original note title"
+        ("001", 28, 28),  # the single note with the heading but not the title under it
+    ],
+)
+def test_seed_cut_at_a_line_boundary_is_an_input_error_and_changes_nothing(
+    store, settings: Settings, seeds: Path, prefix: str, cut: int, line: int
+) -> None:
+    import_claims(store, settings)
+    before = snapshot(store)
+    path = seed(seeds, prefix)
+    cut_lines(path, cut)
+    with pytest.raises(InputError, match="looks cut off") as err:
+        import_claims(store, settings)
+    assert err.value.path.endswith(path.name) and err.value.line == line
+    assert snapshot(store) == before
+
+
+def test_seed_cut_mid_line_is_an_input_error_and_changes_nothing(
+    store, settings: Settings, seeds: Path
+) -> None:
+    import_claims(store, settings)
+    before = snapshot(store)
+    for prefix in ("000", "002", "001"):
+        path = seed(seeds, prefix)
+        full = path.read_bytes()
+        path.write_bytes(full[: len(full) * 2 // 3])  # the middle of some line
+        text = path.read_text()
+        with pytest.raises(InputError, match="looks cut off") as err:
+            import_claims(store, settings)
+        assert err.value.line == len(text.splitlines()) and str(err.value).startswith(f"{path}:")
+        path.write_bytes(full)
+    assert snapshot(store) == before
+
+
+@pytest.mark.parametrize(
+    "name,content,line,expected",
+    [
+        ("005_empty.txt", b"", 1, "empty file"),
+        ("005_blank.txt", b"\n\n  \n", 1, "empty file"),
+        ("005_binary.txt", b"INQUIRING LINE\n\x1f\x8b\x08\x00\xff\xfe", 2, "not UTF-8 text"),
+        ("005_nul.txt", b"INQUIRING LINE\n\nQ?\n\x00\x00\x00", 4, "binary data"),
+        ("mine.yaml", b"", 1, "empty file"),
+        ("mine.toml", b"", 1, "empty file"),
+        ("mine.yaml", b"question: Q?\nclaims:\n  - a\n\xff\xfe\x00", 4, "not UTF-8 text"),
+    ],
+)
+def test_empty_and_binary_files_are_input_errors_with_a_line(
+    store, settings: Settings, seeds: Path, name: str, content: bytes, line: int, expected: str
+) -> None:
+    import_claims(store, settings)
+    before = snapshot(store)
+    (seeds / name).write_bytes(content)
+    with pytest.raises(InputError, match=expected) as err:
+        import_claims(store, settings)
+    assert str(err.value).startswith(f"{seeds / name}:{line}: ")
+    assert snapshot(store) == before
+
+
+def test_a_genuine_removal_is_refused_without_the_flag_and_done_loudly_with_it(
+    store, settings: Settings, seeds: Path
+) -> None:
+    from monitor.claims.importer import RetireRefused
+
+    import_claims(store, settings)
+    before = snapshot(store)
+    path = seed(seeds, "000")
+    lines = path.read_text().split("\n")
+    dated = next(i for i, ln in enumerate(lines) if ln.startswith("• SFT on diverse demonstrations"))
+    anchor = next(i for i, ln in enumerate(lines) if ln.startswith("• arXiv:2505.11711"))
+    del lines[anchor], lines[dated]  # a user removing one dated claim and one anchor on purpose
+    path.write_text("\n".join(lines))
+    with pytest.raises(RetireRefused) as err:
+        import_claims(store, settings)
+    message = str(err.value)
+    assert err.value.exit_code == 3 and message.startswith(f"seeds/{path.name}: ")
+    assert "would retire 1 claim, 1 citation, 1 anchor" in message
+    assert "'SFT on diverse demonstrations" in message and "arXiv:2505.11711" in message
+    assert "--allow-retire" in message
+    assert snapshot(store) == before  # refused: nothing written, not even the file's new hash
+    done = import_claims(store, settings, allow_retire=True)
+    assert len(done.claims_retired) == 1 and len(done.anchors_retired) == 1
+    assert done.warnings[0] == "retired as asked: 1 claim, 1 citation, 1 anchor"
+    assert any("arXiv:2505.11711" in w for w in done.warnings)
+    assert done.totals == {"lines": 5, "claims": 34, "anchors": 7}
+    assert not import_claims(store, settings).changed  # accepted once, later imports are quiet
+
+
+def test_a_cut_user_file_cannot_retire_claims_either(store, settings: Settings, seeds: Path) -> None:
+    mine = seeds / "mine.yaml"
+    shutil.copy(REPO / "examples" / "my_claims.yaml", mine)
+    import_claims(store, settings)
+    before = snapshot(store)
+    text = mine.read_text()
+    mine.write_text(text[: text.index("  - question: Do longer chains")])  # a valid YAML, one line short
+    with pytest.raises(InputError, match=r"would retire 1 line, 1 claim, 1 citation") as err:
+        import_claims(store, settings)
+    assert str(err.value).startswith("seeds/mine.yaml: ")
+    assert snapshot(store) == before
+    # cut mid-way through the last claim's text: a shortened text is a removal, not a rewording
+    cut = text[: text.rindex("after which longer chains hurt")]
+    mine.write_text(cut + '\n        date: "2025-02, 2025-06"\n')
+    with pytest.raises(InputError, match=r"would retire 1 claim"):
+        import_claims(store, settings)
+    assert snapshot(store) == before
+
+
+def test_a_reworded_claim_needs_no_flag_but_is_reported(store, settings: Settings, seeds: Path) -> None:
+    import_claims(store, settings)
+    path = seed(seeds, "000")
+    edited = INSTRUCTION_NOTE.replace("largely irrelevant", "mostly irrelevant")
+    path.write_text(path.read_text().replace(INSTRUCTION_NOTE, edited))
+    report = import_claims(store, settings)
+    assert report.replaced_by == {claim_id(INSTRUCTION_NOTE): claim_id(edited)}
+    assert report.warnings == [
+        f"claim {claim_id(INSTRUCTION_NOTE)} was reworded: retired, now watched as {claim_id(edited)}"
+    ]

@@ -220,7 +220,7 @@ def test_note_without_summary_and_missing_date_are_errors(tmp_path: Path) -> Non
         parse_seed_text(base, tmp_path / "x.txt")
     undated = (
         "INQUIRING LINE\n\nQ?\n\nFraming.\n\nSources 1 notes\n\nA?\n\nSummary a.\n\n"
-        "What a curated library found — and when:\n• A claim with no date.\n"
+        "What a curated library found — and when:\n• A claim with no date.\n\nNext inquiring lines"
     )
     with pytest.raises(InputError, match=r":14: expected a dated claim ending in its date"):
         parse_seed_text(undated, tmp_path / "y.txt")

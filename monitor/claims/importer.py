@@ -9,6 +9,15 @@ at the same position in the same line), keeping its assessments and verdicts.
 Scope: only lines from the files being imported are reconciled. A file left out of the import set
 (deleted from seeds/, or not named on the command line) keeps its lines and claims active, unless
 `prune=True`, which treats the import set as the whole truth and retires everything else.
+
+Retiring needs consent: a file that lost content by accident (a truncated copy, a bad edit) looks
+exactly like one the user shortened on purpose, and a silent retirement would quietly stop the
+monitor from watching claims. So an import that would retire any line, anchor, claim or a line's
+citation of a claim is refused (RetireRefused, exit 3, listing what would go, nothing written) unless
+`allow_retire=True` (`monitor seeds import --allow-retire`) or `prune=True` (itself a request to
+retire). A claim reworded in place is not a removal (its successor takes its place and is watched)
+unless the new text is the old one cut short. Every retirement is also put in the report's warnings,
+so it is printed and kept with the run.
 """
 
 from __future__ import annotations
@@ -357,6 +366,98 @@ def _seed_files(
                 session.delete(row)
 
 
+class RetireRefused(InputError):
+    """The import would retire lines, claims or anchors and was not asked to (exit 3, like bad input)."""
+
+
+_LISTED = 12  # items named per kind in a refusal; the counts are always complete
+
+
+def _reworded(old: str, new: str) -> bool:
+    # A text cut short (a truncated file) is a removal in disguise, not a rewording.
+    return not old.strip().startswith(new.strip().rstrip(". "))
+
+
+def _check_retirements(session: Session, want: _Desired, report: ImportReport, allowed: bool) -> None:
+    """Refuse an unrequested retirement; report every retirement loudly (see the module docstring).
+
+    A claim reworded in place (its successor stands where it stood) is a replacement the monitor keeps
+    watching, so it needs no flag; lines, anchors and claims or citations that simply vanish do.
+    """
+    if not (report.lines_retired or report.claims_retired or report.links_removed or report.anchors_retired):
+        return
+    lines = {row.id: row for row in session.scalars(select(Line))}
+    cited = set(report.claims_retired) | set(report.replaced_by.values())
+    cited |= {cid for _, cid in report.links_removed} | {cid for _, cid in report.links_added}
+    texts = dict(session.execute(select(Claim.id, Claim.text).where(Claim.id.in_(cited))).all())
+    files: set[str] = set()
+
+    def where(line_id: str) -> str:
+        row = lines.get(line_id)
+        source = row.source_file if row is not None and row.source_file else "?"
+        files.add(source)
+        return f"{source}: {line_id}"
+
+    replaced = {
+        old for old, new in report.replaced_by.items() if _reworded(texts.get(old, ""), texts.get(new, ""))
+    }
+    added_at: dict[tuple[str, str, int], str] = {}
+    for lid, cid in report.links_added:
+        role, pos = want.links[(lid, cid)]
+        added_at[(lid, role, pos)] = cid
+    relinked: set[tuple[str, str]] = set()
+    for lid, cid in report.links_removed:
+        row = session.get(LineClaim, (lid, cid))
+        successor = added_at.get((lid, row.role, row.position)) if row is not None else None
+        if successor and _reworded(texts.get(cid, ""), texts.get(successor, "")):
+            relinked.add((lid, cid))
+    # A claim whose every lost citation has another claim standing in its place (a reverted edit
+    # brings the old text back) was replaced, not removed.
+    cited_by: dict[str, set[str]] = {c: set() for c in report.claims_retired}
+    relinked_in: dict[str, set[str]] = {c: set() for c in report.claims_retired}
+    for lid, cid in report.links_removed:
+        if cid in cited_by:
+            cited_by[cid].add(lid)
+            if (lid, cid) in relinked:
+                relinked_in[cid].add(lid)
+    vanished = {
+        "line": [f"{where(lid)} {lines[lid].question!r}" for lid in report.lines_retired],
+        "claim": [
+            f"{c} {texts.get(c, '')[:80]!r} (was cited by {', '.join(where(lid) for lid in cited_by[c])})"
+            for c in report.claims_retired
+            if c not in replaced and not (cited_by[c] and cited_by[c] <= relinked_in[c])
+        ],
+        "citation": [
+            f"{where(lid)} no longer cites {cid}"
+            for lid, cid in report.links_removed
+            if (lid, cid) not in relinked
+        ],
+        "anchor": [f"{where(lid)} arXiv:{aid}" for lid, aid in report.anchors_retired],
+    }
+    items: list[str] = []
+    for kind, found in vanished.items():
+        items.extend(f"{kind} {item}" for item in found[:_LISTED])
+        if len(found) > _LISTED:
+            items.append(f"... and {len(found) - _LISTED} more {kind}s")
+    summary = ", ".join(f"{len(v)} {k}{'s' if len(v) > 1 else ''}" for k, v in vanished.items() if v)
+    if items and not allowed:
+        raise RetireRefused(
+            ", ".join(sorted(files)),
+            None,
+            f"this import would retire {summary} and was not asked to, so nothing was changed:\n  "
+            + "\n  ".join(items)
+            + "\nIf a file was cut short, restore it. If the removal is intended, run `monitor seeds "
+            "import --allow-retire` once (or --prune); later runs then find nothing to retire.",
+        )
+    if items:
+        report.warnings.append(f"retired as asked: {summary}")
+        report.warnings.extend(f"retired {item}" for item in items)
+    report.warnings.extend(
+        f"claim {old} was reworded: retired, now watched as {report.replaced_by[old]}"
+        for old in sorted(replaced)
+    )
+
+
 def _totals(session: Session) -> dict[str, int]:
     def count(model: Any) -> int:
         return session.scalar(select(func.count()).select_from(model).where(model.retired_at.is_(None))) or 0
@@ -370,12 +471,14 @@ def import_claims(
     paths: list[Path] | None = None,
     *,
     prune: bool = False,
+    allow_retire: bool = False,
     run: RunRecord | None = None,
 ) -> ImportReport:
     """Import seed exports and user claim files; one transaction, all or nothing.
 
     `paths` may name files or directories; by default the seeds directory and `paths.claims_file`.
-    With `prune`, lines from files outside this import set are retired as well.
+    With `prune`, lines from files outside this import set are retired as well. Any retirement needs
+    `allow_retire` or `prune`; otherwise RetireRefused is raised and nothing is written.
     """
     report = ImportReport()
     if not paths and not settings.paths.seeds.exists():
@@ -399,6 +502,7 @@ def import_claims(
             scope |= {row.path for row in session.scalars(select(SeedFile))}
             scope |= {f for f in session.scalars(select(Line.source_file)) if f}
         _Reconciler(session, want, scope, report).run()
+        _check_retirements(session, want, report, allow_retire or prune)  # raising rolls everything back
         _seed_files(session, docs, prune, report)
         session.flush()
         report.totals = _totals(session)

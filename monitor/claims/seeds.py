@@ -23,6 +23,14 @@ A single note (seed 001) reads: a category header, the question, a framing parag
 summary statement; the whole body is kept on its line (kind "note").
 
 Anything not in this shape raises InputError with the file, the line number and what was expected.
+
+Completeness: a file cut short (a partial download or copy) must never read as a shorter document,
+because the importer would then retire whatever the cut dropped. The export closes every document
+with a fixed section, so a file without it is refused as cut off before anything else is read:
+an inquiring line always has its `Next inquiring lines` heading (the last line of every real
+export), a single note always ends with `Original note title` and the title under it. A cut inside
+that last line itself is not detectable; it can only shorten the marker (refused) or the note's
+original title (an update, never a retirement).
 """
 
 from __future__ import annotations
@@ -91,6 +99,9 @@ def parse_seed_file(path: Path) -> ClaimDocument:
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise InputError(str(path), line, "not UTF-8 text") from None
+    if "\x00" in text:  # valid UTF-8 can still be binary; no export holds a NUL
+        line = text[: text.index("\x00")].count("\n") + 1
+        raise InputError(str(path), line, "binary data (a NUL byte), not a seed export")
     return parse_seed_text(text, path, hashlib.sha256(raw).hexdigest())
 
 
@@ -101,14 +112,38 @@ def parse_seed_text(text: str, path: Path, sha256: str = "") -> ClaimDocument:
             str(path), 1, "empty file; expected an 'INQUIRING LINE' header or a 'Note · DATE' line"
         )
     if paras[0].first == LINE_HEADER:
+        _require_end(path, paras, any(p.first == NEXT_MARKER for p in paras[1:]), f"{NEXT_MARKER!r} heading")
         return ClaimDocument(path, sha256, "line", [_LineParser(path, paras).parse()])
     if any(_NOTE_HEADER.match(p.first) for p in paras):
+        _require_end(path, paras, _has_original_title(paras), "'Original note title' and the title under it")
         return ClaimDocument(path, sha256, "note", [_NoteParser(path, paras).parse()])
     raise InputError(
         str(path),
         paras[0].start,
         f"expected an {LINE_HEADER!r} header or a 'Note · DATE' line, found {paras[0].first[:60]!r}",
     )
+
+
+def _require_end(path: Path, paras: list[Paragraph], complete: bool, closing: str) -> None:
+    """Refuse a document missing the section its export always closes with (see the module doc)."""
+    if complete:
+        return
+    last = paras[-1].start + len(paras[-1].lines) - 1
+    raise InputError(
+        str(path),
+        last,
+        f"the file ends here without the closing {closing} every export of this kind has: "
+        "it looks cut off (a partial copy or download); export or copy it again",
+    )
+
+
+def _has_original_title(paras: list[Paragraph]) -> bool:
+    """An `Original note title` line with some text after it (in its paragraph or the next)."""
+    for i, p in enumerate(paras):
+        for j, raw in enumerate(p.lines):
+            if raw.strip() == "Original note title":
+                return j + 1 < len(p.lines) or i + 1 < len(paras)
+    return False
 
 
 def _question(path: Path, para: Paragraph | None, what: str) -> str:

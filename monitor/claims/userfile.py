@@ -159,8 +159,10 @@ def parse_user_file(path: Path) -> ClaimDocument:
         text = raw.decode("utf-8-sig")
     except OSError as exc:
         raise InputError(str(path), None, f"cannot read file: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise InputError(str(path), None, "not UTF-8 text") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(str(path), raw[: exc.start].count(b"\n") + 1, "not UTF-8 text") from None
+    if not text.strip():  # TOML reads an empty file as an empty table: say what is wrong instead
+        raise InputError(str(path), 1, "empty file; expected 'question' and 'claims', or a 'lines' list")
     data, root = _load(path, text)
     if not isinstance(data, dict):
         raise InputError(str(path), 1, "expected a mapping with 'question' and 'claims', or a 'lines' list")

@@ -12,6 +12,10 @@ otherwise once its heartbeat is older than `lock_stale_seconds`. Takeover is a c
 (holder, heartbeat), so two runs racing for a stale lock cannot both win.
 
 On both, the `locks` row says who holds the lock, so a refused run can name the holder.
+
+Bootstrap order: the `locks` table exists only once the schema does, so this lock cannot guard
+creating it. `open_store` migrates first under its own table-free lock (monitor/store/db.py), which
+makes a second process wait for the first's migration; only then does a run ask for this lock.
 """
 
 from __future__ import annotations

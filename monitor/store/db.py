@@ -2,11 +2,24 @@
 
 Migrations are an ordered list of functions keyed by version; `open_store` applies the missing ones in
 order inside one transaction, so upgrading never asks the user to delete their database.
+
+Migrating is serialised and all-or-nothing, because two first runs on a fresh database used to race
+(the loser died on "table already exists") and a kill mid-migration left some tables committed. The
+run lock cannot guard this: on SQLite it is a row in a table the migration creates. So the migration
+takes its own database lock, one that needs no table, and re-reads the version under it:
+PostgreSQL a transaction-level advisory lock (freed at commit or when a killed process's connection
+drops), SQLite `BEGIN IMMEDIATE` (the database's write lock). DDL is transactional on both, so a kill
+rolls everything back. pysqlite would otherwise run CREATE TABLE outside any transaction (it only
+opens one before INSERT/UPDATE/DELETE), so the SQLite connection is put in driver autocommit and the
+BEGIN/COMMIT are ours. A second process waits for the first one's migration (up to
+MIGRATION_WAIT_SECONDS, then LockHeld, exit 75) and then finds nothing to do; the run lock is taken
+only after that. When the schema is already current, opening takes no lock at all.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -15,8 +28,11 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from monitor.errors import DatabaseError
+from monitor.errors import DatabaseError, LockHeld
+from monitor.schedule.testhooks import pause_at
 from monitor.store.models import Base, ClaimRewording, Review, SchemaVersion
+
+MIGRATION_WAIT_SECONDS = 30  # how long a second process waits for another's migration
 
 
 def _v1_create_all(conn: Connection) -> None:
@@ -117,18 +133,75 @@ def current_version(conn: Connection) -> int:
     return int(row[0]) if row else 0
 
 
+def _too_new(found: int) -> None:
+    if found > SCHEMA_VERSION:
+        raise DatabaseError(
+            f"database schema is version {found}, newer than this claim-monitor ({SCHEMA_VERSION}); "
+            "upgrade claim-monitor"
+        )
+
+
+def _migration_key(schema: str) -> int:
+    # Per schema, so databases sharing a server do not wait on each other; distinct from run-lock keys.
+    digest = hashlib.sha256(f"claim-monitor:{schema}:migrate".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def _busy(url: object) -> LockHeld:
+    return LockHeld(
+        f"another process is creating or upgrading the schema of {redact(str(url))} and did not finish "
+        f"within {MIGRATION_WAIT_SECONDS}s; try again later"
+    )
+
+
+@contextlib.contextmanager
+def _migration_transaction(engine: Engine) -> Iterator[Connection]:
+    """One transaction holding the migration lock (see the module docstring); commits on success."""
+    if engine.dialect.name == "sqlite":
+        conn = engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+        try:
+            conn.exec_driver_sql(f"PRAGMA busy_timeout={MIGRATION_WAIT_SECONDS * 1000}")
+            try:
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+            except OperationalError as exc:
+                if "locked" in str(exc.orig) or "busy" in str(exc.orig):
+                    raise _busy(engine.url) from None
+                raise
+            try:
+                yield conn
+                conn.exec_driver_sql("COMMIT")
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    conn.exec_driver_sql("ROLLBACK")
+                raise
+        finally:
+            conn.close()
+        return
+    with engine.begin() as conn:
+        if engine.dialect.name == "postgresql":
+            conn.execute(text(f"SET LOCAL lock_timeout = '{MIGRATION_WAIT_SECONDS}s'"))
+            schema = conn.execute(text("SELECT current_schema()")).scalar() or "public"
+            try:
+                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _migration_key(schema)})
+            except OperationalError:
+                raise _busy(engine.url) from None
+        yield conn
+
+
 def migrate(engine: Engine) -> int:
     """Bring the schema up to SCHEMA_VERSION; returns the version found before."""
-    with engine.begin() as conn:
+    with engine.connect() as conn:
         found = current_version(conn)
-        if found > SCHEMA_VERSION:
-            raise DatabaseError(
-                f"database schema is version {found}, newer than this claim-monitor ({SCHEMA_VERSION}); "
-                "upgrade claim-monitor"
-            )
+    _too_new(found)
+    if found == SCHEMA_VERSION:
+        return found  # the common case: no lock, no write
+    with _migration_transaction(engine) as conn:
+        found = current_version(conn)  # again, under the lock: another process may have done it
+        _too_new(found)
         for version, step in MIGRATIONS:
             if version > found:
                 step(conn)
+                pause_at(f"migrate:v{version}")  # test-only: crash tests kill a migration here
         if found == 0:
             conn.execute(SchemaVersion.__table__.insert().values(id=1, version=SCHEMA_VERSION))
         elif found < SCHEMA_VERSION:
