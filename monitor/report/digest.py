@@ -25,6 +25,7 @@ from monitor.report.period import Period, resolve_period
 from monitor.report.render import arxiv_url, fmt_date, render
 from monitor.report.research import ResearchQuestions, research_questions
 from monitor.store.db import Store
+from monitor.store.failures import count_parked
 from monitor.store.models import Anchor, Assessment, Claim, Line, LLMExchange, Paper
 from monitor.store.models import Digest as DigestRow
 from monitor.store.runs import RunRecord
@@ -142,6 +143,7 @@ class Summary:
     for_review: int
     tokens: int
     cost_usd: float
+    parked: int = 0  # pairs the judge failed too often to keep asking (monitor/store/failures.py)
 
     def as_stats(self) -> dict[str, Any]:
         return {
@@ -293,6 +295,7 @@ def _summary(s: Session, settings: Settings, period: Period, claims: list[ClaimV
         for_review=sum(c.review_count for c in claims),
         tokens=int(prompt + completion),
         cost_usd=float(cost),
+        parked=count_parked(s),
     )
 
 

@@ -16,7 +16,7 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError, S
 from sqlalchemy.orm import Session, sessionmaker
 
 from monitor.errors import DatabaseError
-from monitor.store.models import Base, Review, SchemaVersion
+from monitor.store.models import Base, JudgeFailure, Review, SchemaVersion
 
 
 def _v1_create_all(conn: Connection) -> None:
@@ -44,12 +44,18 @@ def _v4_reviews(conn: Connection) -> None:
     Review.__table__.create(conn, checkfirst=True)  # with its index
 
 
+def _v5_judge_failures(conn: Connection) -> None:
+    # Pairs the judge failed on, counted so repeat failures get parked (monitor/store/failures.py).
+    JudgeFailure.__table__.create(conn, checkfirst=True)
+
+
 # Append new migrations here; never edit or reorder one that has shipped.
 MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (1, _v1_create_all),
     (2, _v2_candidate_screen),
     (3, _v3_assessment_abstained),
     (4, _v4_reviews),
+    (5, _v5_judge_failures),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
