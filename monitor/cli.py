@@ -465,6 +465,8 @@ def judge_command(
             f"token budget {settings.judge.token_budget} reached after {summary.judged} assessment(s); "
             f"{summary.not_attempted} pair(s) left for the next run"
         )
+    if summary.judge_unavailable:  # e.g. nothing listens at base_url: exit 6 even if some were judged
+        raise JudgeError(summary.unavailable_reason)
     if summary.errors and not summary.judged:
         first = summary.error_messages[0]
         raise JudgeError(f"no pair could be judged ({summary.errors} error(s)); first: {first}")

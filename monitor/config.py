@@ -118,6 +118,9 @@ class JudgeSettings(Section):
     max_output_tokens: int = 300  # per claim in a call
     prompts_dir: Path | None = None  # your own judge_*.j2 templates (default: the shipped prompts/)
     batch_poll_seconds: float = 30.0  # with `monitor judge --batch --wait`
+    # A pair whose answer was invalid or refused in this many judge passes is parked: no longer asked
+    # until `--force` or `monitor retest` (0: never park).
+    park_after_failures: int = Field(3, ge=0)
 
     def resolved_provider(self) -> Literal["local", "openai"]:
         if self.provider != "auto":

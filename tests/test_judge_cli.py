@@ -114,3 +114,24 @@ def test_batch_submit_then_collect(
     assert collected.returncode == 0, collected.stderr
     assert "batches collected" in collected.stdout and len(assessments(store)) == 2
     assert len(llm.batches.batches) == 1  # nothing was submitted twice
+
+
+def test_an_unreachable_server_exits_6_naming_the_url_and_a_rerun_finishes(
+    store: Store, db_url: str, llm: ScriptedLLM, monitor: Callable[..., Result]
+) -> None:
+    from test_judge_runner import closed_port_url
+
+    from monitor.store.models import LLMExchange
+
+    seed(store, papers=12, claims=1)
+    dead = closed_port_url()
+    down = monitor(db_url, MONITOR_JUDGE__BASE_URL=dead, MONITOR_JUDGE__MAX_RETRIES="4")
+    assert down.returncode == 6, down.stderr
+    assert f"cannot reach the judge server at {dead}" in down.stderr and SECRET not in down.stderr
+    with store.session() as s:
+        attempts = len(s.scalars(select(LLMExchange)).all())
+    assert attempts <= 8  # at most the calls already in flight (concurrency 4) x 2 attempts, not 12 x 5
+    llm.default = answering()
+    up = monitor(db_url, MONITOR_JUDGE__BASE_URL=llm.url)
+    assert up.returncode == 0, up.stderr
+    assert len(assessments(store)) == 12

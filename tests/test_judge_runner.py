@@ -6,12 +6,16 @@ The judge is the real `openai` provider talking HTTP to the scriptable server of
 from __future__ import annotations
 
 import datetime as dt
+import itertools
+import socket
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from llm_server import Reply, ScriptedLLM, answer, answering, completion
 from pydantic import SecretStr
+from rich.console import Console
 from sqlalchemy import func, select
 
 from monitor.config import Settings
@@ -19,9 +23,11 @@ from monitor.errors import ConfigError
 from monitor.judge.base import ClaimText, Judge, Judgement, PaperText
 from monitor.judge.openai_judge import OpenAIJudge
 from monitor.judge.runner import judge_pending
+from monitor.report.digest import write_digest
+from monitor.schedule.show import print_runs
 from monitor.store.db import Store
 from monitor.store.models import Assessment, Candidate, Claim, LLMExchange, Paper, PaperVersion, Run
-from monitor.store.runs import recorded_run
+from monitor.store.runs import list_runs, recorded_run
 
 ABSTRACT = "We show that RL fine-tuning updates only a small subnetwork. The sparsity holds across scales."
 
@@ -327,3 +333,118 @@ def test_since_limits_the_run_to_recent_papers(store: Store, llm: ScriptedLLM) -
     settings = settings_for(llm)
     assert judge_pending(store, settings, since=dt.date(2025, 3, 2), dry_run=True).pending == 0
     assert judge_pending(store, settings, since=dt.date(2025, 3, 1), dry_run=True).pending == 2
+
+
+# --- a one-slot server, an unreachable one, and answers that never validate (issue 13, items 8-10) ---
+
+
+def test_the_structured_output_probe_is_sent_once_not_once_per_worker(store: Store, llm: ScriptedLLM) -> None:
+    seed(store, papers=4, claims=1)
+
+    def respond(request: Any) -> Reply:
+        if request.get("response_format", {}).get("type") == "json_schema":
+            return Reply(500, {"error": {"message": "json_schema unsupported", "type": "server_error"}})
+        return Reply(body=completion(answer(request)), delay=0.2)
+
+    llm.default = respond
+    summary = judge_pending(store, settings_for(llm, response_format="auto", concurrency=4))
+    assert summary.judged == 4
+    formats = [r.body.get("response_format", {}).get("type") for r in llm.chat_requests()]
+    assert formats.count("json_schema") == 1 and len(formats) == 5
+
+
+def test_timeouts_halve_the_requests_in_flight_down_to_one(store: Store, llm: ScriptedLLM) -> None:
+    seed(store, papers=8, claims=1)
+    served = {"n": 0}
+
+    def one_slot(request: Any) -> Reply:
+        # The first wave (four at once) outlasts the client's timeout, as on a one-slot llama.cpp.
+        served["n"] += 1
+        return Reply(body=completion(answer(request)), delay=1.0 if served["n"] <= 4 else 0.15)
+
+    llm.default = one_slot
+    settings = settings_for(llm, concurrency=4, timeout_seconds=0.4, max_retries=2)
+    with recorded_run(store, "judge") as run:
+        summary = judge_pending(store, settings, run=run)
+    assert (summary.judged, summary.errors) == (8, 0)
+    later = [r.at for r in llm.chat_requests()[4:]]
+    # After the timeouts one request is in flight at a time: each starts after the last was answered.
+    assert len(later) == 8 and all(b - a >= 0.12 for a, b in itertools.pairwise(later))
+    with store.session() as s:
+        warnings = s.get(Run, run.id).warnings
+    assert any("lowered from 4 to 2" in w for w in warnings)
+    assert any("lowered from 2 to 1" in w for w in warnings)
+
+
+def closed_port_url() -> str:
+    """A base URL nothing listens on: a port the OS just handed out and took back."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+def test_an_unreachable_server_stops_the_run_and_a_rerun_finishes(store: Store, llm: ScriptedLLM) -> None:
+    seed(store, papers=10, claims=1)
+    dead = closed_port_url()
+    settings = settings_for(llm, base_url=dead, concurrency=1, max_retries=4)
+    with recorded_run(store, "judge") as run:
+        summary = judge_pending(store, settings, run=run)
+    assert summary.judge_unavailable and summary.judged == 0
+    assert f"cannot reach the judge server at {dead}" in summary.unavailable_reason
+    assert "sk-runner-test" not in summary.unavailable_reason
+    with store.session() as s:
+        attempts = s.scalar(select(func.count()).select_from(LLMExchange).where(LLMExchange.run_id == run.id))
+    assert attempts == 6  # three calls of two attempts each, then the breaker; not 10 calls x 5
+    assert summary.not_attempted == 7
+    llm.default = answering()
+    rerun = judge_pending(store, settings_for(llm))
+    assert (rerun.pending, rerun.judged, rerun.errors) == (10, 10, 0)
+    assert len(assessments(store)) == 10
+
+
+def test_a_pair_that_keeps_failing_is_parked_then_retried_by_a_retest(
+    store: Store, llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    seed(store, papers=1, claims=1)
+    # llama.cpp does not enforce the schema's bounds: confidence 1.5 fails validation every time.
+    llm.default = lambda req: Reply(body=completion(answer(req, confidence=1.5)))
+    settings = settings_for(llm, park_after_failures=3)
+    for attempt in range(1, 4):
+        with recorded_run(store, "judge") as run:
+            summary = judge_pending(store, settings, run=run)
+        assert (summary.judged, summary.errors, summary.newly_parked) == (0, 1, int(attempt == 3))
+    assert len(llm.chat_requests()) == 6  # each run: the question and one corrective turn
+    with store.session() as s:
+        warnings = s.get(Run, run.id).warnings
+    assert any("1 pair(s) parked after failing 3 run(s)" in w and "confidence" in w for w in warnings)
+    fourth = judge_pending(store, settings)
+    assert (fourth.pending, fourth.parked, fourth.errors) == (0, 1, 0)
+    assert len(llm.chat_requests()) == 6  # a parked pair is not paid for again
+    console = Console(record=True, width=200)
+    print_runs(console, list_runs(store, 5), as_json=False)
+    assert "1 parked" in console.export_text()
+    settings.paths.reports, settings.report.research_questions = tmp_path, False
+    digest = write_digest(store, settings, "2026-W11").paths["md"].read_text()
+    assert "**1 pair parked**" in digest
+    llm.default = answering()
+    retried = judge_pending(store, settings, retry_parked=True)
+    assert (retried.judged, retried.parked) == (1, 0)
+    assert judge_pending(store, settings).parked == 0  # answered: nothing parked any more
+
+
+def test_a_version_5_store_gains_the_failures_table(db_url: str) -> None:
+    from sqlalchemy import inspect, text
+
+    from monitor.store import SCHEMA_VERSION, open_store
+
+    old = open_store(db_url)
+    with old.engine.begin() as conn:
+        conn.execute(text("DROP TABLE judge_failures"))
+        conn.execute(text("UPDATE schema_version SET version = 5"))
+    old.close()
+    upgraded = open_store(db_url)
+    with upgraded.engine.connect() as conn:
+        assert inspect(conn).has_table("judge_failures")
+        assert conn.execute(text("SELECT version FROM schema_version")).scalar() == SCHEMA_VERSION == 6
+    upgraded.close()

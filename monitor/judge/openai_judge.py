@@ -2,15 +2,22 @@
 
 Structured output is asked for in the strongest form the server accepts: a strict JSON schema, then
 `json_object` with the schema attached (llama.cpp's extension), then plain `json_object`, then plain
-text. The first form that works is remembered for the life of the judge, so probing costs one failed
-request per run at most. Transient failures (429, 5xx, timeouts, dropped connections) are retried a
-bounded number of times, waiting what the server's `Retry-After` asks, else backing off exponentially.
+text. The first form that works is remembered for the life of the judge; one worker probes while the
+others wait, so probing costs one failed request per run at most. Transient failures (429, 5xx,
+timeouts, dropped connections) are retried a bounded number of times, waiting what the server's
+`Retry-After` asks, else backing off exponentially.
+
+Against a server that runs one request at a time (llama.cpp, Ollama), parallel requests turn into
+timeouts the server keeps working on: each timeout halves the requests allowed in flight, down to one,
+and says so in `warnings`. A server nobody answers on (connection refused) gets one retry per call, and
+after `UNREACHABLE_CALLS` such calls in a row the judge raises JudgeUnavailable, which stops the run.
 Every HTTP request, failed or not, is handed to the recorder; the API key is never part of it.
 """
 
 from __future__ import annotations
 
 import email.utils
+import logging
 import math
 import random
 import threading
@@ -18,10 +25,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 import openai
 from openai import OpenAI
-from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
+from tenacity import RetryCallState, Retrying, retry_if_exception
 
 from monitor.config import JudgeSettings
 from monitor.errors import ConfigError, JudgeError
@@ -29,12 +37,17 @@ from monitor.judge.base import ClaimText, Exchange, Judge, Judgement, PaperText,
 from monitor.judge.prompts import JudgePrompts, load_prompts
 from monitor.judge.schema import InvalidAnswer, looks_like_refusal, parse_answer, response_schema
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 Mode = Literal["json_schema", "json_object_schema", "json_object", "text"]
 MODES: tuple[Mode, ...] = ("json_schema", "json_object_schema", "json_object", "text")
 # Status codes with which a server says "I do not support that request form" (llama.cpp: 500).
 _UNSUPPORTED = {400, 404, 415, 422, 500, 501}
 _MAX_BACKOFF_SECONDS = 30.0
+# Calls in a row that could not connect at all (after their retry) before the run gives up on the server.
+UNREACHABLE_CALLS = 3
+# Attempts per call when nothing answers on the port: a refused connection rarely heals in seconds.
+_CONNECT_ATTEMPTS = 2
 
 
 class JudgeUnavailable(JudgeError):
@@ -44,6 +57,52 @@ class JudgeUnavailable(JudgeError):
     """
 
     fatal = True
+
+
+class AnswerRejected(JudgeError):
+    """The server answered, but not usably for these pairs (refused, or invalid after a correction).
+
+    `pair_fault` tells the runner the pairs themselves are the trouble, so repeat failures get parked.
+    """
+
+    pair_fault = True
+
+
+class InFlightLimit:
+    """How many requests may be in flight at once; lowered (never raised) when the server times out."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(1, limit)
+        self._active = 0
+        self._cond = threading.Condition()
+
+    def __enter__(self) -> InFlightLimit:
+        with self._cond:
+            self._cond.wait_for(lambda: self._active < self.limit)
+            self._active += 1
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        with self._cond:
+            self._active -= 1
+            self._cond.notify()
+
+    def halve(self) -> tuple[int, int] | None:
+        """Halve the limit (down to 1); returns (old, new), or None when it was 1 already."""
+        with self._cond:
+            if self.limit == 1:
+                return None
+            old, self.limit = self.limit, max(1, self.limit // 2)
+            return old, self.limit
+
+
+def safe_url(url: str) -> str:
+    """A base URL fit for messages: without user:password@, query or fragment."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 def retry_after_seconds(exc: BaseException) -> float | None:
@@ -107,7 +166,17 @@ class OpenAIJudge(Judge):
         self._secret = settings.api_key.get_secret_value() if settings.api_key else ""
         self.client = client or self._make_client()
         self._lock = threading.Lock()
+        self._probe_lock = threading.Lock()  # one worker probes the response form; the others wait
         self._mode: Mode | None = None if settings.response_format == "auto" else settings.response_format
+        self.in_flight = InFlightLimit(self.max_concurrency)
+        self._unreachable = 0  # calls in a row that could not connect
+        self._warnings: list[str] = []
+
+    def drain_warnings(self) -> list[str]:
+        """What the run should be told (concurrency lowered), once each."""
+        with self._lock:
+            out, self._warnings = self._warnings, []
+        return out
 
     # --- public -----------------------------------------------------------------------------
 
@@ -153,13 +222,13 @@ class OpenAIJudge(Judge):
             if done.refusal or done.finish_reason == "content_filter":
                 reason = done.refusal or "content filter"
                 self._record(recorder, done, error=f"refusal: {reason}", turn=turn)
-                raise JudgeError(f"{where}: the model refused: {reason[:200]}")
+                raise AnswerRejected(f"{where}: the model refused: {reason[:200]}")
             try:
                 answer = parse(done.text)
             except InvalidAnswer as exc:
                 if looks_like_refusal(done.text):
                     self._record(recorder, done, error=f"refusal: {(done.text or '')[:500]}", turn=turn)
-                    raise JudgeError(f"{where}: the model refused: {(done.text or '')[:200]}") from None
+                    raise AnswerRejected(f"{where}: the model refused: {(done.text or '')[:200]}") from None
                 problem = str(exc)
                 if done.finish_reason == "length":
                     problem += " (the reply was cut off at the token limit)"
@@ -172,7 +241,7 @@ class OpenAIJudge(Judge):
                 ]
                 continue
             return answer, self._record(recorder, done, error=None, turn=turn)
-        raise JudgeError(f"{where}: invalid answer after a corrective retry: {problem}")
+        raise AnswerRejected(f"{where}: invalid answer after a corrective retry: {problem}")
 
     # --- one request, in the best form the server accepts -------------------------------------
 
@@ -209,13 +278,33 @@ class OpenAIJudge(Judge):
     def _complete(
         self, messages: list[dict[str, str]], ids: list[str], recorder: Recorder | None, where: str
     ) -> Completion:
-        modes = self._modes()
+        if self._mode is None:
+            # Until a form is known, one call at a time probes; the rest then go straight to it.
+            with self._probe_lock:
+                if self._mode is None:
+                    return self._complete_in(self._modes(), messages, ids, recorder, where)
+        return self._complete_in(self._modes(), messages, ids, recorder, where)
+
+    def _complete_in(
+        self,
+        modes: tuple[Mode, ...],
+        messages: list[dict[str, str]],
+        ids: list[str],
+        recorder: Recorder | None,
+        where: str,
+    ) -> Completion:
+        self._check_reachable()
         for index, mode in enumerate(modes):
             probing = self._mode is None and index < len(modes) - 1
             request = self.request_body(messages, ids, mode)
             try:
                 done = self._send(request, mode, probing, recorder)
+            except openai.APIConnectionError as exc:
+                if not isinstance(exc, openai.APITimeoutError):
+                    self._connect_failed(exc)
+                raise JudgeError(f"{where}: {self._describe(exc)}") from None
             except openai.APIStatusError as exc:
+                self._connected()
                 if probing and exc.status_code in _UNSUPPORTED:
                     continue  # this server does not take this form; try the next one
                 if exc.status_code in (401, 403, 404):
@@ -223,6 +312,7 @@ class OpenAIJudge(Judge):
                 raise JudgeError(f"{where}: {self._describe(exc)}") from None
             except openai.APIError as exc:
                 raise JudgeError(f"{where}: {self._describe(exc)}") from None
+            self._connected()
             with self._lock:
                 if self._mode is None:
                     self._mode = mode
@@ -230,6 +320,32 @@ class OpenAIJudge(Judge):
         raise JudgeError(
             f"{where}: the server accepted no request form"
         )  # pragma: no cover - text never probes
+
+    # --- an unreachable server --------------------------------------------------------------------
+
+    def _unreachable_message(self, exc: BaseException | None = None) -> str:
+        cause = f" ({exc.__class__.__name__})" if exc is not None else ""
+        return (
+            f"cannot reach the judge server at {safe_url(str(self.client.base_url))}: "
+            f"{UNREACHABLE_CALLS} calls in a row failed to connect{cause}; is it running "
+            "(judge.base_url / OPENAI_BASE_URL)?"
+        )
+
+    def _check_reachable(self) -> None:
+        # Once the breaker is open, calls already handed out fail without another connection attempt.
+        if self._unreachable >= UNREACHABLE_CALLS:
+            raise JudgeUnavailable(self._unreachable_message())
+
+    def _connect_failed(self, exc: BaseException) -> None:
+        with self._lock:
+            self._unreachable += 1
+            tripped = self._unreachable >= UNREACHABLE_CALLS
+        if tripped:
+            raise JudgeUnavailable(self._unreachable_message(exc)) from None
+
+    def _connected(self) -> None:
+        with self._lock:
+            self._unreachable = 0
 
     def _send(
         self, request: dict[str, Any], mode: Mode, probing: bool, recorder: Recorder | None
@@ -240,14 +356,17 @@ class OpenAIJudge(Judge):
         def once() -> Completion:
             nonlocal attempt_no
             attempt_no += 1
-            started = time.monotonic()
-            try:
-                response = self.client.chat.completions.create(**request)
-            except openai.APIError as exc:
+            with self.in_flight:
+                started = time.monotonic()
+                try:
+                    response = self.client.chat.completions.create(**request)
+                except openai.APIError as exc:
+                    latency = int((time.monotonic() - started) * 1000)
+                    if isinstance(exc, openai.APITimeoutError):
+                        self._timed_out()
+                    self._record_failure(recorder, request, mode, latency, attempt_no, exc)
+                    raise
                 latency = int((time.monotonic() - started) * 1000)
-                self._record_failure(recorder, request, mode, latency, attempt_no, exc)
-                raise
-            latency = int((time.monotonic() - started) * 1000)
             choice = response.choices[0] if response.choices else None
             message = choice.message if choice else None
             usage = response.usage
@@ -264,12 +383,33 @@ class OpenAIJudge(Judge):
             )
 
         retrying = Retrying(
-            stop=stop_after_attempt(self.settings.max_retries + 1),
+            stop=self._stop,
             wait=self._wait,
             retry=retry_if_exception(lambda exc: self._transient(exc, probing)),
             reraise=True,
         )
         return retrying(once)
+
+    def _stop(self, state: RetryCallState) -> bool:
+        if state.attempt_number >= self.settings.max_retries + 1:
+            return True
+        exc = state.outcome.exception() if state.outcome else None
+        refused = isinstance(exc, openai.APIConnectionError) and not isinstance(exc, openai.APITimeoutError)
+        return refused and state.attempt_number >= _CONNECT_ATTEMPTS
+
+    def _timed_out(self) -> None:
+        """A request timed out: the server is likely busy with others, so send fewer at once."""
+        if (change := self.in_flight.halve()) is None:
+            return
+        old, new = change
+        message = (
+            f"judge: a request timed out after {self.settings.timeout_seconds:g}s; requests in flight "
+            f"lowered from {old} to {new} for the rest of the run (a one-slot server such as llama.cpp "
+            "or Ollama wants judge.concurrency = 1 and a longer judge.timeout_seconds)"
+        )
+        log.warning("%s", message)
+        with self._lock:
+            self._warnings.append(message)
 
     def _transient(self, exc: BaseException, probing: bool) -> bool:
         if isinstance(exc, openai.APIConnectionError):  # includes timeouts

@@ -10,6 +10,10 @@ so a crash loses only calls in flight and a rerun finishes the rest without dupl
 "Current" means the latest assessment per (arxiv_id, claim_id): writing one marks every older row of
 that pair `is_current = False` (whatever its version, judge, model or prompt). History is never
 overwritten; `force` adds a new generation of the same cache key.
+
+A pair whose answer was refused or invalid in `judge.park_after_failures` passes is parked
+(monitor/store/failures.py): it is not asked again, and is counted in the run and the digest, until
+`force` or `retry_parked` (what `monitor retest` does).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from monitor.judge.prompts import JudgePrompts, load_prompts
 from monitor.progress import progress_bar
 from monitor.store.candidates import candidate_pairs
 from monitor.store.db import Store
+from monitor.store.failures import FailedPair, clear_failure, parked_keys, record_failure
 from monitor.store.models import Assessment, Candidate, Claim, Paper
 from monitor.store.runs import RunRecord
 
@@ -117,6 +122,9 @@ class JudgeSummary:
     cost_estimate: float = 0.0
     budget_exhausted: bool = False
     judge_unavailable: bool = False  # the server refused us outright; the rest was not attempted
+    unavailable_reason: str = ""  # why, for the caller's error message
+    parked: int = 0  # pairs not asked because earlier runs failed on them too often
+    newly_parked: int = 0  # pairs this run failed on once too often
     batches_submitted: int = 0  # --batch only
     batches_waiting: int = 0
     batches_collected: int = 0
@@ -155,8 +163,13 @@ def pending_units(
     force: bool = False,
     claim_ids: list[str] | None = None,
     since: dt.date | None = None,
+    retry_parked: bool = False,
+    summary: JudgeSummary | None = None,
 ) -> list[WorkUnit]:
-    """The work a run would do, grouped by paper version and chunked by the judge's claims_per_call."""
+    """The work a run would do, grouped by paper version and chunked by the judge's claims_per_call.
+
+    Parked pairs are left out unless `force` or `retry_parked`; `summary.parked` counts them.
+    """
     # Pairs an LLM screen has not kept (pending or dropped) are not the judge's.
     query = candidate_pairs(Claim.date_text, Paper.published)
     query = query.where(Candidate.screen.is_(None) | (Candidate.screen == "kept"))
@@ -176,12 +189,17 @@ def pending_units(
             if claim_ids:
                 done_query = done_query.where(Assessment.claim_id.in_(claim_ids))
             done = set(session.scalars(done_query))
+        parked = parked_keys(session) if rows and not (force or retry_parked) else set()
     per_call = max(1, getattr(judge, "claims_per_call", 1))
     units: list[WorkUnit] = []
     current: WorkUnit | None = None
     for arxiv_id, version, claim_id, text, date_text, published, title, abstract in rows:
         key = cache_key(arxiv_id, version, text, judge.name, judge.model, judge.prompt_version)
         if key in done:
+            continue
+        if key in parked:
+            if summary is not None:
+                summary.parked += 1
             continue
         pair = Pair(ClaimText(id=claim_id, text=text, date_text=date_text), key, _text_hash(text))
         same_paper = current is not None and (current.paper.arxiv_id, current.paper.version) == (
@@ -206,8 +224,18 @@ def estimate_units(units: list[WorkUnit], prompts: JudgePrompts) -> None:
 class AssessmentWriter:
     """Writes one unit's judgements, each in its own transaction, and counts the outcome."""
 
-    def __init__(self, store: Store, judge: Judge, summary: JudgeSummary, force: bool, run_id: int | None):
+    def __init__(
+        self,
+        store: Store,
+        judge: Judge,
+        summary: JudgeSummary,
+        force: bool,
+        run_id: int | None,
+        park_after: int = 0,
+    ):
         self.store, self.judge, self.summary, self.force, self.run_id = store, judge, summary, force, run_id
+        self.park_after = park_after
+        self.parked_messages: list[str] = []
 
     def write(self, unit: WorkUnit, judgements: list[Judgement]) -> None:
         by_claim = {j.claim_id: j for j in judgements}
@@ -215,7 +243,9 @@ class AssessmentWriter:
             judgement = by_claim.get(pair.claim.id)
             if judgement is None or judgement.label not in LABELS:
                 got = "no answer" if judgement is None else f"label {judgement.label!r}"
-                self.error(f"{unit.paper.arxiv_id}v{unit.paper.version} claim {pair.claim.id}: {got}", 1)
+                message = f"{unit.paper.arxiv_id}v{unit.paper.version} claim {pair.claim.id}: {got}"
+                self.error(message, 1)
+                self.pair_failed(unit.paper, pair, message)
                 continue
             self._write_one(unit.paper, pair, judgement)
 
@@ -224,6 +254,22 @@ class AssessmentWriter:
         if len(self.summary.error_messages) < MAX_LOGGED_ERRORS:
             self.summary.error_messages.append(message)
         log.warning("judge: %s", message)
+
+    def pair_failed(self, paper: PaperText, pair: Pair, message: str) -> None:
+        """Count a failure that is the pair's own (not the server's); park it when it has had enough."""
+        failed = FailedPair(
+            pair.cache_key,
+            paper.arxiv_id,
+            paper.version,
+            pair.claim.id,
+            self.judge.name,
+            self.judge.model,
+            self.judge.prompt_version,
+        )
+        if record_failure(self.store, failed, message, self.run_id, self.park_after):
+            self.summary.newly_parked += 1
+            if len(self.parked_messages) < MAX_LOGGED_ERRORS:
+                self.parked_messages.append(f"claim {pair.claim.id}: {message}")
 
     def _write_one(self, paper: PaperText, pair: Pair, judgement: Judgement) -> None:
         grounding = ground(judgement, paper, pair.claim.text)
@@ -262,6 +308,7 @@ class AssessmentWriter:
                 )
                 session.add(row)
                 session.flush()
+                clear_failure(session, pair.cache_key)  # answered at last: no longer failing or parked
                 session.execute(
                     update(Assessment)
                     .where(
@@ -291,6 +338,7 @@ def judge_pending(
     since: dt.date | None = None,
     dry_run: bool = False,
     progress: bool = False,
+    retry_parked: bool = False,
 ) -> JudgeSummary:
     """Judge every pending pair (see module docstring); returns what was done and what it cost.
 
@@ -304,7 +352,15 @@ def judge_pending(
     summary = JudgeSummary(
         judge=judge.name, model=judge.model, prompt_version=judge.prompt_version, dry_run=dry_run
     )
-    units = pending_units(store, judge, force=force, claim_ids=claim_ids, since=since)
+    units = pending_units(
+        store,
+        judge,
+        force=force,
+        claim_ids=claim_ids,
+        since=since,
+        retry_parked=retry_parked,
+        summary=summary,
+    )
     summary.pending = sum(len(u.pairs) for u in units)
     summary.papers = len({(u.paper.arxiv_id, u.paper.version) for u in units})
     prompts = getattr(judge, "prompts", None)
@@ -327,12 +383,24 @@ def judge_pending(
         return summary
 
     recorder = ExchangeRecorder(store, run.id if run else None)
-    writer = AssessmentWriter(store, judge, summary, force, run.id if run else None)
+    writer = AssessmentWriter(
+        store, judge, summary, force, run.id if run else None, settings.judge.park_after_failures
+    )
     try:
         stop = run.should_stop if run else None
         _run_units(units, judge, settings, recorder, writer, summary, progress, stop)
     finally:
         settle(summary, recorder, settings, judge, run, batch=False)
+        drain: Callable[[], list[str]] | None = getattr(judge, "drain_warnings", None)
+        notes = drain() if drain is not None else []
+        if summary.newly_parked:
+            notes.append(
+                f"judge: {summary.newly_parked} pair(s) parked after failing "
+                f"{settings.judge.park_after_failures} run(s); not asked again until `--force` or "
+                f"`monitor retest`. First: {writer.parked_messages[0]}"
+            )
+        if run is not None:
+            run.warnings.extend(notes)
         if run is not None and summary.budget_exhausted:
             run.warnings.append(
                 f"judge: token budget {settings.judge.token_budget} reached; "
@@ -418,8 +486,13 @@ def _run_units(
                     judgements = future.result()
                 except MonitorError as exc:
                     writer.error(str(exc), len(unit.pairs))
-                    # A bad key or unknown model fails every call alike: stop instead of repeating it.
-                    summary.judge_unavailable = summary.judge_unavailable or getattr(exc, "fatal", False)
+                    if getattr(exc, "pair_fault", False):
+                        for pair in unit.pairs:
+                            writer.pair_failed(unit.paper, pair, str(exc))
+                    # A bad key, an unknown model or a server that is not there fails every call alike:
+                    # stop instead of repeating it.
+                    if getattr(exc, "fatal", False) and not summary.judge_unavailable:
+                        summary.judge_unavailable, summary.unavailable_reason = True, str(exc)
                 else:
                     writer.write(unit, judgements)
                     pause_at("judge:after_first_batch")  # test-only crash point; a no-op otherwise

@@ -27,6 +27,8 @@ class ClaimAnswer(BaseModel):
 
     claim_id: str
     label: Label
+    # Out of range is rejected, not clamped: a model answering 1.5 or 2.5 is not on our scale at all, and
+    # clamping would publish it at full strength. Pairs it keeps failing on get parked by the runner.
     confidence: float = Field(ge=0.0, le=1.0)
     rationale: str = Field(min_length=1)
     evidence: str = ""

@@ -26,6 +26,7 @@ from monitor.report.render import arxiv_url, fmt_date, render
 from monitor.report.research import ResearchQuestions, research_questions
 from monitor.review.rewording import ProposalView, llm_configured, open_views, propose_rewordings
 from monitor.store.db import Store
+from monitor.store.failures import count_parked
 from monitor.store.models import Anchor, Assessment, Claim, Line, LLMExchange, Paper
 from monitor.store.models import Digest as DigestRow
 from monitor.store.runs import RunRecord
@@ -145,6 +146,7 @@ class Summary:
     tokens: int
     cost_usd: float
     proposals: int = 0  # narrowed wordings waiting for a curator (`monitor review`)
+    parked: int = 0  # pairs the judge failed too often to keep asking (monitor/store/failures.py)
 
     def as_stats(self) -> dict[str, Any]:
         return {
@@ -297,6 +299,7 @@ def _summary(s: Session, settings: Settings, period: Period, claims: list[ClaimV
         for_review=sum(c.review_count for c in claims),
         tokens=int(prompt + completion),
         cost_usd=float(cost),
+        parked=count_parked(s),
     )
 
 

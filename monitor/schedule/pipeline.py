@@ -190,6 +190,8 @@ def _judge(store: Store, settings: Settings, provider: str | None, run: RunRecor
             f"token budget {settings.judge.token_budget} spent: {summary.judged} pair(s) judged and kept, "
             f"{summary.not_attempted} left for the next run"
         )
+    if summary.judge_unavailable:  # e.g. nothing listens at base_url: stop before verdicts and digest
+        raise JudgeError(summary.unavailable_reason)
     if summary.errors and not summary.judged:
         raise JudgeError(
             f"the judge answered none of {summary.errors} pair(s); first error: {summary.error_messages[0]}"

@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import select
 
 from monitor.config import Settings
-from monitor.errors import BudgetExhausted, InputError
+from monitor.errors import BudgetExhausted, InputError, JudgeError
 from monitor.schedule.lock import RunLock, locked_run
 from monitor.schedule.signals import StopFlag
 from monitor.store.db import Store
@@ -160,6 +160,7 @@ def retest(
             force=force,
             claim_ids=targets,
             since=since,
+            retry_parked=True,  # a retest is the moment to ask parked pairs again
         )
         save_progress(store, run)
         if summary.budget_exhausted:
@@ -167,6 +168,8 @@ def retest(
                 f"token budget {settings.judge.token_budget} spent: {summary.judged} pair(s) judged "
                 f"and kept, {summary.not_attempted} left; run `monitor retest` again to finish"
             )
+        if summary.judge_unavailable:
+            raise JudgeError(summary.unavailable_reason)
         stop.check("judging")
         compute_verdicts(store, settings, run=run)
         successors = _successor_map(store)

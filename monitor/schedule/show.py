@@ -44,6 +44,8 @@ def _short(counts: dict[str, Any]) -> str:
     judge = counts.get("judge") or {}
     if isinstance(judge, dict) and "judged" in judge:
         parts.append(f"{judge.get('judged', 0)} judged")
+        if judge.get("newly_parked"):
+            parts.append(f"{judge['newly_parked']} parked")
     verdicts = counts.get("verdicts") or {}
     if isinstance(verdicts, dict) and verdicts.get("status_changed"):
         parts.append(f"{verdicts['status_changed']} verdicts moved")

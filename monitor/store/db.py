@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from monitor.errors import DatabaseError, LockHeld
 from monitor.schedule.testhooks import pause_at
-from monitor.store.models import Base, ClaimRewording, Review, SchemaVersion
+from monitor.store.models import Base, ClaimRewording, JudgeFailure, Review, SchemaVersion
 
 MIGRATION_WAIT_SECONDS = 30  # how long a second process waits for another's migration
 
@@ -65,6 +65,11 @@ def _v5_claim_rewordings(conn: Connection) -> None:
     ClaimRewording.__table__.create(conn, checkfirst=True)
 
 
+def _v6_judge_failures(conn: Connection) -> None:
+    # Pairs the judge failed on, counted so repeat failures get parked (monitor/store/failures.py).
+    JudgeFailure.__table__.create(conn, checkfirst=True)
+
+
 # Append new migrations here; never edit or reorder one that has shipped.
 MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (1, _v1_create_all),
@@ -72,6 +77,7 @@ MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (3, _v3_assessment_abstained),
     (4, _v4_reviews),
     (5, _v5_claim_rewordings),
+    (6, _v6_judge_failures),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

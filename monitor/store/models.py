@@ -338,6 +338,31 @@ class LLMExchange(Base):
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
 
 
+class JudgeFailure(Base):
+    """A pair the judge could not answer: how many judge passes failed on it and why (schema v5).
+
+    Keyed by the assessment cache key, so a new model, prompt or claim text starts afresh. Only
+    failures about the pair itself count (an invalid or refused answer), never a server that is down.
+    After `judge.park_after_failures` of them `parked_at` is set and runs stop asking, until
+    `--force` or `monitor retest`; a later success deletes the row.
+    """
+
+    __tablename__ = "judge_failures"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    cache_key: Mapped[str] = mapped_column(String(64), unique=True)
+    arxiv_id: Mapped[str] = mapped_column(String(40))
+    version: Mapped[int] = mapped_column(Integer)
+    claim_id: Mapped[str] = mapped_column(String(64), index=True)
+    judge: Mapped[str] = mapped_column(String(40))
+    model: Mapped[str] = mapped_column(String(200))
+    prompt_version: Mapped[str] = mapped_column(String(40))
+    failures: Mapped[int] = mapped_column(Integer, default=0)
+    last_error: Mapped[str] = mapped_column(Text, default="")
+    run_id: Mapped[int | None] = mapped_column(Integer)  # the run of the last failure
+    parked_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
+    updated_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
 class JudgeBatch(Base):
     """An OpenAI Batch API job (`monitor judge --batch`): the calls it carries, until its results are in.
 
