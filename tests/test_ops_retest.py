@@ -12,7 +12,15 @@ from typing import Any
 
 import pytest
 from digest_world import TRUSTED_PRECISION
-from llm_server import Reply, ScriptedLLM, answer, asked_abstract, completion, error_body
+from llm_server import (
+    Reply,
+    ScriptedLLM,
+    answer,
+    asked_abstract,
+    completion,
+    error_body,
+    research_questions,
+)
 from ops_helpers import REPO, make_settings, monitor, write_config, write_snapshot
 from sqlalchemy import func, select
 
@@ -36,6 +44,8 @@ lines:
 @pytest.fixture
 def llm() -> Iterator[ScriptedLLM]:
     def respond(request: Any) -> Reply:
+        if questions := research_questions(request):  # the digest asks these of the judge's model
+            return Reply(body=completion(questions))
         system = next(m["content"] for m in request["messages"] if m["role"] == "system")
         label = "OVERTURNS" if STRICT in system else "SUPPORTS"
         # The abstract's last words: its opening often repeats the claim's, which is no evidence.
