@@ -206,8 +206,8 @@ def judge_step(
     budget = settings.judge.token_budget
     scoped = settings
     if budget is not None and spent:
-        left = max(0, budget - spent)
-        scoped = settings.model_copy(update={"judge": settings.judge.model_copy(update={"token_budget": left})})
+        left = settings.judge.model_copy(update={"token_budget": max(0, budget - spent)})
+        scoped = settings.model_copy(update={"judge": left})
     summary = judge_pending(store, scoped, judge=judge, run=run, **which)
     check_judged(summary, settings, again)
     if run.should_stop():  # SIGTERM/SIGINT: the judge started no further call; the rest stays pending

@@ -196,8 +196,8 @@ def replay(
     """Replay `source` over start..end (see the module docstring). Holds the run lock throughout."""
     from monitor.judge.factory import make_judge
     from monitor.relevance import select_candidates
-    from monitor.schedule.pipeline import judge_step, sync_claims
     from monitor.report.digest import write_digest
+    from monitor.schedule.pipeline import judge_step, sync_claims
     from monitor.sources.ingest import fetch
     from monitor.verdicts.rollup import compute_verdicts
 
