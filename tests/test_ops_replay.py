@@ -7,6 +7,7 @@ import json
 import signal
 from pathlib import Path
 
+import pytest
 from ops_helpers import make_settings, monitor, start_paused, write_config, write_snapshot
 from sqlalchemy import func, select
 
@@ -170,3 +171,27 @@ def test_replay_after_claims_were_imported_by_hand(tmp_path: Path, sqlite_url: s
         assert sorted(s.scalars(select(Digest.period_key))) == ["2025-W10", "2025-W11"]
         [run] = s.scalars(select(Run).where(Run.command == "replay")).all()
         assert run.status == "ok" and any("claims already stored" in w for w in run.warnings)
+
+
+def test_the_judge_step_keeps_to_what_the_run_has_left_of_its_budget(sqlite_url: str) -> None:
+    """Replay judges once per period; the budget is the replay's, so a later period gets what is left."""
+    from llm_server import ScriptedLLM, answering
+    from test_judge_runner import seed, settings_for
+
+    from monitor.errors import BudgetExhausted
+    from monitor.judge.factory import make_judge
+    from monitor.schedule.pipeline import judge_step
+    from monitor.store.runs import recorded_run
+
+    store = open_store(sqlite_url)
+    seed(store, papers=2, claims=1)
+    with ScriptedLLM() as llm:
+        llm.default = answering("SUPPORTS")
+        settings = settings_for(llm, token_budget=5000, concurrency=1)
+        tight = pytest.raises(BudgetExhausted, match="token budget 5000 reached")
+        with tight as spent, recorded_run(store, "replay") as run:
+            judge_step(store, settings, make_judge(settings), run, again="monitor replay", spent=4990)
+        assert "monitor replay" in str(spent.value) and llm.chat_requests() == []
+        with recorded_run(store, "replay") as run:
+            done = judge_step(store, settings, make_judge(settings), run, again="monitor replay", spent=100)
+    assert done.judged == 2 and not done.budget_exhausted
