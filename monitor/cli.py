@@ -409,67 +409,68 @@ def judge_command(
         ),
     ] = False,
 ) -> None:
-    """Sync claims, pick candidate (paper, claim) pairs, judge the pending ones and store assessments."""
-    from monitor.errors import BudgetExhausted, JudgeError
+    """Sync claims, pick candidate (paper, claim) pairs, judge the pending ones and store assessments.
+
+    SIGTERM/SIGINT stop starting calls: what finished is kept, the run ends `interrupted`, exit 130.
+    A spent token budget exits 7 and a judge that answered nothing 6, as `monitor run` does.
+    """
     from monitor.judge.factory import make_judge
     from monitor.judge.runner import judge_pending
-    from monitor.schedule.pipeline import prepare_candidates
+    from monitor.schedule.pipeline import check_judged, prepare_candidates
+    from monitor.schedule.signals import StopFlag, graceful_stop
     from monitor.store.runs import recorded_run
 
     app_ctx = ctx_of(ctx)
     settings, store = app_ctx.settings, app_ctx.store
     batch = batch or settings.judge.batch
     judge = make_judge(settings, provider or ("openai" if batch else None))
-    if not skip_relevance:
-        # Local and cheap; a dry run needs the candidates too to count what judging them would cost.
-        relevance = prepare_candidates(store, settings, screen=not dry_run, progress=on_terminal())
-        console.print(
-            f"relevance: {relevance.candidates_added} new candidate pair(s) "
-            f"from {relevance.papers_scanned} paper version(s)"
-        )
-        if relevance.screen:
-            screened = relevance.screen
+    flag = StopFlag(again="monitor judge")
+    with graceful_stop(flag):
+        if not skip_relevance:
+            # Local and cheap; a dry run needs the candidates too to count what judging them would cost.
+            relevance = prepare_candidates(store, settings, screen=not dry_run, progress=on_terminal())
             console.print(
-                f"relevance screen: {screened['kept']} kept, {screened['dropped']} dropped, "
-                f"{screened['pending_left']} pending, {screened['calls']} call(s)"
+                f"relevance: {relevance.candidates_added} new candidate pair(s) "
+                f"from {relevance.papers_scanned} paper version(s)"
             )
-    if dry_run and settings.relevance.screen == "llm":
-        from monitor.relevance.screen import estimate_screen
+            if relevance.screen:
+                screened = relevance.screen
+                console.print(
+                    f"relevance screen: {screened['kept']} kept, {screened['dropped']} dropped, "
+                    f"{screened['pending_left']} pending, {screened['calls']} call(s)"
+                )
+            flag.check("relevance")
+        if dry_run and settings.relevance.screen == "llm":
+            from monitor.relevance.screen import estimate_screen
 
-        est = estimate_screen(store, settings)
-        console.print(
-            f"relevance screen (estimate): {est['calls']} call(s) for {est['pairs']} pending pair(s), "
-            f"~{est['prompt_tokens']:,} prompt + ~{est['completion_tokens']:,} completion tokens, "
-            f"${est['cost_estimate']:.2f}; the judge estimate below covers only pairs already kept"
-        )
-    if dry_run:
-        if batch:
-            settings.judge.batch = True  # the estimate at batch prices
-        summary = judge_pending(store, settings, judge=judge, force=force, claim_ids=claim, dry_run=True)
-        _print_judge_summary(summary.as_dict())
-        return
-    if batch:
-        from monitor.judge.batch import run_batch
-
+            est = estimate_screen(store, settings)
+            console.print(
+                f"relevance screen (estimate): {est['calls']} call(s) for {est['pairs']} pending pair(s), "
+                f"~{est['prompt_tokens']:,} prompt + ~{est['completion_tokens']:,} completion tokens, "
+                f"${est['cost_estimate']:.2f}; the judge estimate below covers only pairs already kept"
+            )
+        if dry_run:
+            if batch:
+                settings.judge.batch = True  # the estimate at batch prices
+            summary = judge_pending(store, settings, judge=judge, force=force, claim_ids=claim, dry_run=True)
+            _print_judge_summary(summary.as_dict())
+            return
         with recorded_run(store, "judge") as run:
-            result = run_batch(store, settings, judge, run=run, force=force, claim_ids=claim, wait=wait)
-        _print_judge_summary(result.as_dict())
-        return
-    with recorded_run(store, "judge") as run:
-        summary = judge_pending(
-            store, settings, judge=judge, run=run, force=force, claim_ids=claim, progress=on_terminal()
-        )
-    _print_judge_summary(summary.as_dict())
-    if summary.budget_exhausted:
-        raise BudgetExhausted(
-            f"token budget {settings.judge.token_budget} reached after {summary.judged} assessment(s); "
-            f"{summary.not_attempted} pair(s) left for the next run"
-        )
-    if summary.judge_unavailable:  # e.g. nothing listens at base_url: exit 6 even if some were judged
-        raise JudgeError(summary.unavailable_reason)
-    if summary.errors and not summary.judged:
-        first = summary.error_messages[0]
-        raise JudgeError(f"no pair could be judged ({summary.errors} error(s)); first: {first}")
+            run.stop = flag.event  # the runner stops starting calls once it is set
+            if batch:
+                from monitor.judge.batch import run_batch
+
+                result = run_batch(store, settings, judge, run=run, force=force, claim_ids=claim, wait=wait)
+                _print_judge_summary(result.as_dict())
+                flag.check("batches")
+                return
+            summary = judge_pending(
+                store, settings, judge=judge, run=run, force=force, claim_ids=claim, progress=on_terminal()
+            )
+            _print_judge_summary(summary.as_dict())
+            # Inside the recorded run, so its row ends partial (7), failed (6) or interrupted (130).
+            check_judged(summary, settings, again="monitor judge")
+            flag.check("judging")
 
 
 def _print_judge_summary(data: dict[str, object]) -> None:
@@ -718,7 +719,7 @@ def retest_command(
     from monitor.schedule.signals import StopFlag, graceful_stop
 
     app_ctx = ctx_of(ctx)
-    flag = StopFlag()
+    flag = StopFlag(again="monitor retest")
     with graceful_stop(flag):
         result = retest(
             app_ctx.store, app_ctx.settings, claim_ids=claim, line_id=line, since=_day(since),  # type: ignore[arg-type]
@@ -765,7 +766,7 @@ def replay_command(
     settings = app_ctx.settings
     if reports:
         settings.paths.reports = Path(reports)
-    flag = StopFlag()
+    flag = StopFlag(again="monitor replay")
     with graceful_stop(flag):
         summary = replay(
             app_ctx.store, settings, source, _day(from_day), _day(to_day), every,  # type: ignore[arg-type]

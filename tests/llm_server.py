@@ -110,13 +110,23 @@ def answer(
     )
 
 
+def research_questions(request: dict[str, Any]) -> str | None:
+    """A valid answer when `request` is a digest's research-questions request (no paper abstract in it)."""
+    user = next(m["content"] for m in request["messages"] if m["role"] == "user")
+    if "<abstract>" in user:
+        return None
+    return json.dumps({"questions": ["What becomes possible now?", "What is newly uncertain?"]})
+
+
 def answering(
     label: str = "SUPPORTS", evidence: str | None = None, delay: float = 0.0
 ) -> Callable[[Any], Reply]:
-    """A default responder that answers every judge request validly with `label`."""
+    """A default responder that answers every judge request validly with `label` (and the digest's
+    research questions too)."""
 
     def respond(request: Any) -> Reply:
-        return Reply(body=completion(answer(request, label, evidence)), delay=delay)
+        text = research_questions(request) or answer(request, label, evidence)
+        return Reply(body=completion(text), delay=delay)
 
     return respond
 

@@ -222,3 +222,39 @@ def test_openai_eval_counts_a_bad_answer_and_goes_on_and_writes_predictions(tmp_
     assert rows[0]["grounded"] is True and rows[0]["claim_date"] == "~2024"
     assert rows[1]["error"] and "refused" in rows[1]["error"]
     assert data["operating_point"]["abstain_share"] == 0.0
+
+
+def test_openai_eval_counts_an_unreadable_reply_as_an_error_and_goes_on(tmp_path: Path) -> None:
+    """A 200 whose body is not JSON (a proxy's error page) is one error in the report, not the end."""
+    from llm_server import Reply, ScriptedLLM, answer, completion
+
+    path = _write(tmp_path / "small.jsonl", SMALL_PAIRS)
+    with ScriptedLLM() as llm:
+
+        def respond(request: dict) -> Reply:
+            user = next(m["content"] for m in request["messages"] if m["role"] == "user")
+            if "Graph neural networks" in user:
+                return Reply(body="<html>502 Bad Gateway</html>")
+            return Reply(body=completion(answer(request, "SUPPORTS")))
+
+        llm.default = respond
+        env = {
+            "MONITOR_JUDGE__BASE_URL": llm.url,
+            "MONITOR_JUDGE__API_KEY": "sk-test",
+            "MONITOR_JUDGE__MAX_RETRIES": "0",
+            "COLUMNS": "200",
+        }
+        run = [sys.executable, "-c", "from monitor.cli import main; main()", "eval", "--pairs", str(path)]
+        as_json = subprocess.run(
+            [*run, "--judge", "openai", "--json"],
+            cwd=tmp_path, env={**os.environ, **env}, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        tables = subprocess.run(
+            [*run, "--judge", "openai"],
+            cwd=tmp_path, env={**os.environ, **env}, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    assert as_json.returncode == 0, as_json.stderr
+    data = json.loads(as_json.stdout)
+    assert data["n"] == 3 and data["errors"] == 1
+    assert tables.returncode == 0, tables.stderr
+    assert "errors: 1 pair(s) got no valid answer" in tables.stdout and "unreadable reply" in tables.stdout

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from llm_server import Reply, ScriptedLLM, answer, answering, completion
+from ops_helpers import MONITOR
 from sqlalchemy import select
 from test_judge_runner import assessments, seed
 
@@ -135,3 +140,45 @@ def test_an_unreachable_server_exits_6_naming_the_url_and_a_rerun_finishes(
     up = monitor(db_url, MONITOR_JUDGE__BASE_URL=llm.url)
     assert up.returncode == 0, up.stderr
     assert len(assessments(store)) == 12
+
+
+def test_sigterm_stops_judging_gracefully_and_a_rerun_finishes(
+    store: Store, db_url: str, llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    """A real `monitor judge` process: SIGTERM mid-run keeps what finished, records its tokens, ends the
+    run row `interrupted` with exit 130; the rerun judges only the rest."""
+    seed(store, papers=12, claims=1)
+    llm.default = answering("SUPPORTS", delay=0.4)  # slow enough to signal mid-run
+    env = {
+        **os.environ,
+        "MONITOR_JUDGE__BASE_URL": llm.url,
+        "OPENAI_API_KEY": SECRET,
+        "MONITOR_JUDGE__MODEL": "scripted-model",
+        "MONITOR_JUDGE__MAX_RETRIES": "0",
+        "MONITOR_JUDGE__CONCURRENCY": "1",
+    }
+    command = [MONITOR, "--db", db_url, "judge", "--provider", "openai", "--skip-relevance"]
+    proc = subprocess.Popen(
+        command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 60
+    while len(llm.chat_requests()) < 3 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "monitor judge" in err  # says how to go on
+    first = assessments(store)
+    with store.session() as s:
+        run = s.scalars(select(Run).where(Run.command == "judge")).one()
+        assert run.status == "interrupted" and run.finished_at is not None
+        assert run.tokens == 120 * len(llm.chat_requests()) > 0  # every answered call is counted
+        assert run.counts["judge"]["judged"] == len(first)
+    assert 0 < len(first) < 12
+
+    llm.default = answering("SUPPORTS")
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    rows = assessments(store)
+    assert len(rows) == 12 and len({r.cache_key for r in rows}) == 12  # the rest, nothing twice
+    assert len(llm.chat_requests()) == 12

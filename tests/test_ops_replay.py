@@ -7,6 +7,7 @@ import json
 import signal
 from pathlib import Path
 
+import pytest
 from ops_helpers import make_settings, monitor, start_paused, write_config, write_snapshot
 from sqlalchemy import func, select
 
@@ -15,6 +16,13 @@ from monitor.store import open_store
 from monitor.store.models import Assessment, Digest, Paper, Run, Verdict
 
 FROM, TO = "2025-03-03", "2025-03-16"  # two ISO weeks: 2025-W10 and 2025-W11
+HAND_CLAIMS = """\
+lines:
+  - question: How much of a language model does reinforcement learning fine-tuning change?
+    claims:
+      - text: Reinforcement learning fine-tuning of language models updates only a small subset of parameters
+        date: 2024
+"""
 
 
 def test_periods_are_whole_weeks_or_months() -> None:
@@ -108,3 +116,82 @@ def test_replay_of_the_shipped_sample_on_a_fresh_machine(tmp_path: Path, sqlite_
         "digest-2024-03.md",
         "digest-2024-04.md",
     ]
+
+
+def test_replay_out_of_budget_writes_no_digest_and_the_rerun_resumes_there(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    snapshot = tmp_path / "snapshot.jsonl"
+    write_snapshot(snapshot, limit=1000)
+    args = ("replay", "--source", str(snapshot), "--from", FROM, "--to", TO, "--every", "week")
+    tight = write_config(tmp_path, sqlite_url, judge={"provider": "local", "token_budget": 1})
+    spent = monitor(tight, *args)
+    assert spent.returncode == 7, spent.stderr
+    assert "token budget 1 reached" in spent.stderr and "monitor replay" in spent.stderr
+    store = open_store(sqlite_url)
+    with store.session() as s:
+        assert s.scalars(select(Digest.period_key)).all() == []  # the first week waits for its judging
+        [run] = s.scalars(select(Run)).all()
+        assert run.status == "partial" and "verdicts" not in run.counts
+
+    roomy = write_config(tmp_path, sqlite_url)
+    done = monitor(roomy, *args, "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert [(p["key"], p["skipped"]) for p in result["period_results"]] == [
+        ("2025-W10", False),
+        ("2025-W11", False),
+    ]
+    assert result["digests_written"] == 2 and result["pairs_judged"] > 0
+    with store.session() as s:
+        assert sorted(s.scalars(select(Digest.period_key))) == ["2025-W10", "2025-W11"]
+        keys = s.execute(select(Assessment.cache_key, Assessment.generation)).all()
+        assert keys and len(keys) == len(set(keys))
+    assert sorted(p.name for p in (tmp_path / "reports").glob("*.md")) == [
+        "digest-2025-W10.md",
+        "digest-2025-W11.md",
+    ]
+
+
+def test_replay_after_claims_were_imported_by_hand(tmp_path: Path, sqlite_url: str) -> None:
+    snapshot = tmp_path / "snapshot.jsonl"
+    write_snapshot(snapshot, limit=200)
+    claims = tmp_path / "mine.yaml"
+    claims.write_text(HAND_CLAIMS, encoding="utf-8")
+    # No seeds directory and no claims file configured: the claims come from `seeds import FILE`.
+    config = write_config(tmp_path, sqlite_url, paths={"seeds": str(tmp_path / "no-seeds")})
+    imported = monitor(config, "seeds", "import", str(claims))
+    assert imported.returncode == 0, imported.stderr
+    args = ("replay", "--source", str(snapshot), "--from", FROM, "--to", TO, "--json")
+    done = monitor(config, *args)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["digests_written"] == 2
+    store = open_store(sqlite_url)
+    with store.session() as s:
+        assert sorted(s.scalars(select(Digest.period_key))) == ["2025-W10", "2025-W11"]
+        [run] = s.scalars(select(Run).where(Run.command == "replay")).all()
+        assert run.status == "ok" and any("claims already stored" in w for w in run.warnings)
+
+
+def test_the_judge_step_keeps_to_what_the_run_has_left_of_its_budget(sqlite_url: str) -> None:
+    """Replay judges once per period; the budget is the replay's, so a later period gets what is left."""
+    from llm_server import ScriptedLLM, answering
+    from test_judge_runner import seed, settings_for
+
+    from monitor.errors import BudgetExhausted
+    from monitor.judge.factory import make_judge
+    from monitor.schedule.pipeline import judge_step
+    from monitor.store.runs import recorded_run
+
+    store = open_store(sqlite_url)
+    seed(store, papers=2, claims=1)
+    with ScriptedLLM() as llm:
+        llm.default = answering("SUPPORTS")
+        settings = settings_for(llm, token_budget=5000, concurrency=1)
+        tight = pytest.raises(BudgetExhausted, match="token budget 5000 reached")
+        with tight as spent, recorded_run(store, "replay") as run:
+            judge_step(store, settings, make_judge(settings), run, again="monitor replay", spent=4990)
+        assert "monitor replay" in str(spent.value) and llm.chat_requests() == []
+        with recorded_run(store, "replay") as run:
+            done = judge_step(store, settings, make_judge(settings), run, again="monitor replay", spent=100)
+    assert done.judged == 2 and not done.budget_exhausted

@@ -12,13 +12,21 @@ from typing import Any
 
 import pytest
 from digest_world import TRUSTED_PRECISION
-from llm_server import Reply, ScriptedLLM, answer, asked_abstract, completion
+from llm_server import (
+    Reply,
+    ScriptedLLM,
+    answer,
+    asked_abstract,
+    completion,
+    error_body,
+    research_questions,
+)
 from ops_helpers import REPO, make_settings, monitor, write_config, write_snapshot
 from sqlalchemy import func, select
 
 from monitor.schedule.pipeline import RunOptions, run_once
 from monitor.store import open_store
-from monitor.store.models import Assessment, Claim
+from monitor.store.models import Assessment, Claim, Run, Verdict
 
 STRICT = "STRICT-REVIEW"  # the edited prompt carries this; the scripted model then overturns
 
@@ -36,6 +44,8 @@ lines:
 @pytest.fixture
 def llm() -> Iterator[ScriptedLLM]:
     def respond(request: Any) -> Reply:
+        if questions := research_questions(request):  # the digest asks these of the judge's model
+            return Reply(body=completion(questions))
         system = next(m["content"] for m in request["messages"] if m["role"] == "system")
         label = "OVERTURNS" if STRICT in system else "SUPPORTS"
         # The abstract's last words: its opening often repeats the claim's, which is no evidence.
@@ -132,3 +142,40 @@ def test_retest_with_an_unknown_claim_is_an_input_error(tmp_path: Path, sqlite_u
     done = monitor(config, "retest", "--claim", "nope")
     assert done.returncode == 3
     assert "no active claim 'nope'" in done.stderr
+
+
+def test_retest_after_a_hand_import_waits_for_a_judge_that_answers(
+    tmp_path: Path, sqlite_url: str, llm: ScriptedLLM
+) -> None:
+    """No seeds directory: the claims were imported by hand. A judge that answers nothing fails the
+    retest with 6 and moves no verdict; the rerun with a working judge finishes it."""
+    claims = tmp_path / "mine.yaml"
+    claims.write_text(CLAIMS, encoding="utf-8")
+    snapshot = tmp_path / "snapshot.jsonl"
+    write_snapshot(snapshot, limit=30)
+    paths = {"seeds": str(tmp_path / "no-seeds")}
+    config = write_config(tmp_path, sqlite_url, judge=_judge_options(llm), paths=paths)
+    for step in (("seeds", "import", str(claims)), ("fetch", "--source", str(snapshot))):
+        done = monitor(config, *step)
+        assert done.returncode == 0, done.stderr
+    answers = llm.default
+    llm.default = lambda _req: Reply(500, error_body("model overloaded"))
+    failed = monitor(config, "retest", "--json")
+    assert failed.returncode == 6, failed.stderr
+    assert "answered none" in failed.stderr
+    store = open_store(sqlite_url)
+    with store.session() as s:
+        [run] = s.scalars(select(Run).where(Run.command == "retest")).all()
+        assert run.status == "failed" and "verdicts" not in run.counts
+        assert s.scalar(select(func.count()).select_from(Verdict)) == 0
+        assert s.scalar(select(func.count()).select_from(Assessment)) == 0
+
+    llm.default = answers
+    done = monitor(config, "retest", "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["judged"] > 0 and {r["before"] for r in result["rows"]} == {"UNTESTED"}
+    with store.session() as s:
+        keys = s.execute(select(Assessment.cache_key, Assessment.generation)).all()
+        assert len(keys) == len(set(keys)) == result["judged"]
+        assert s.scalar(select(func.count()).select_from(Verdict)) > 0

@@ -17,6 +17,7 @@ from monitor.report.period import resolve_period
 from monitor.report.render import render
 from monitor.report.research import parse_questions
 from monitor.store.models import LLMExchange
+from monitor.store.runs import start_run
 
 WEEK = resolve_period("2026-W11")
 
@@ -124,17 +125,41 @@ def test_questions_are_asked_once_logged_and_rendered(store, llm) -> None:
 @pytest.mark.parametrize(
     "reply", [(500, "boom"), (200, "I cannot help with that."), (200, '{"questions": ["only one"]}')]
 )
-def test_a_failed_call_says_so_and_is_logged(lite, llm, reply) -> None:
+def test_a_failed_call_says_so_and_is_logged_on_the_run(lite, llm, reply) -> None:
     sample(World(lite))
-    llm.replies = [reply]
+    llm.replies = [reply] * 4  # every request form, and the corrective turn, fail alike
     settings = llm_settings(llm)
-    digest = gather_digest(lite, settings, WEEK)
+    run = start_run(lite, "report")
+    digest = gather_digest(lite, settings, WEEK, run=run)
     rl = next(line for line in digest.lines if line.id == "rl")
     assert rl.questions.state == "failed"
     assert "The LLM call failed" in render(digest, "md", settings)
     with lite.session() as s:
-        [row] = s.scalars(select(LLMExchange).where(LLMExchange.prompt_version.like("rq-%"))).all()
-        assert row.error
+        rows = s.scalars(select(LLMExchange).where(LLMExchange.prompt_version.like("rq-%"))).all()
+        assert rows and all(row.error for row in rows) and {row.run_id for row in rows} == {run.id}
+    assert run.counts["research"]["failed"] == 1 and run.counts["research"]["calls"] == len(rows)
+    assert any(e.startswith("research questions for line rl:") for e in run.errors)
+
+
+def test_a_small_models_plain_answer_gets_a_corrective_turn_under_a_schema(lite, llm) -> None:
+    """The judge's protocol: a JSON schema asked for, and one corrective turn for an unusable answer;
+    the run records both calls' tokens."""
+    sample(World(lite))
+    llm.replies = [(200, "1. What limits RL now? 2. Does calibration survive?")]
+    settings = llm_settings(llm)
+    run = start_run(lite, "report")
+    digest = gather_digest(lite, settings, WEEK, run=run)
+    rl = next(line for line in digest.lines if line.id == "rl")
+    assert rl.questions.state == "ok" and rl.questions.questions == ANSWER["questions"]
+    first, second = llm.requests
+    assert first["response_format"]["type"] == "json_schema"
+    assert [m["role"] for m in second["messages"]] == ["user", "assistant", "user"]
+    assert "could not be used" in second["messages"][-1]["content"]
+    assert run.tokens == 2 * 366 and run.errors == []
+    assert run.counts["research"] == {"asked": 1, "calls": 2, "tokens": 732}
+    again = gather_digest(lite, settings, WEEK)  # the corrected answer is reused, not asked again
+    assert next(line for line in again.lines if line.id == "rl").questions.questions == ANSWER["questions"]
+    assert len(llm.requests) == 2
 
 
 def test_hostile_paper_text_cannot_close_the_evidence_delimiter(lite, llm) -> None:

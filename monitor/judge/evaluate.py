@@ -303,9 +303,14 @@ def _predict(judge: Judge, pair: Pair) -> Prediction:
     try:
         judgement = judge.judge(paper, [claim])[0]
     except JudgeError as exc:
-        if getattr(exc, "fatal", False):
+        if getattr(exc, "fatal", False):  # a bad key or model fails every pair alike
             raise
         return Prediction(pair, "UNRELATED", 0.0, "", grounded=False, error=str(exc))
+    except (ValueError, TypeError, KeyError, IndexError) as exc:
+        # The client raises these raw for a reply it cannot read (a 200 whose body is not JSON):
+        # still one bad answer, not the end of the evaluation.
+        error = f"unreadable reply ({exc.__class__.__name__}: {str(exc)[:200]})"
+        return Prediction(pair, "UNRELATED", 0.0, "", grounded=False, error=error)
     grounding = ground(judgement, paper, pair.claim)
     return Prediction(
         pair,
@@ -334,6 +339,15 @@ def print_report(console: Any, report: EvalReport) -> None:
         line += f"; 3-way macro-F1 (RELAXES counted as SUPPORTS) {report.three_way.macro_f1:.3f}"
     rate = strict.n / report.seconds if report.seconds > 0 else float("nan")
     console.print(f"{line}; {rate:.1f} pairs/s", highlight=False, soft_wrap=True)
+    failed = [p for p in report.predictions if p.error]
+    if failed:
+        console.print(
+            f"errors: {len(failed)} pair(s) got no valid answer and count as UNRELATED; "
+            f"first (line {failed[0].pair.line}): {failed[0].error}",
+            highlight=False,
+            soft_wrap=True,
+            markup=False,
+        )
 
     per_class = Table(title="per class")
     for column in ("label", "precision", "recall", "F1", "support"):

@@ -330,7 +330,7 @@ def gather_digest(
     lines = _line_views(views, line_rows, anchors)
     if ask_llm:
         for line in lines:
-            line.questions = research_questions(store, settings, line, line.detailed, run.id if run else None)
+            line.questions = research_questions(store, settings, line, line.detailed, run)
     return Digest(
         title=settings.report.title,
         period=period,

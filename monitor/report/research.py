@@ -2,8 +2,10 @@
 
 The seeds' research prompts ask for questions "that assume the regime has moved". With an
 OpenAI-compatible judge configured we ask its model, once per line and period's evidence (an identical
-request reuses the earlier answer instead of spending tokens again); every call is an `llm_exchanges` row.
-Without such a judge, or when the call fails, the digest says so instead of inventing questions.
+request reuses the earlier answer instead of spending tokens again), through the judge's own protocol
+(OpenAIJudge.ask: a JSON schema in the strongest form the server takes, retries, one corrective turn
+for an unusable answer); every call is an `llm_exchanges` row, and the run records the tokens and any
+failure. Without such a judge, or when asking fails, the digest says so instead of inventing questions.
 """
 
 from __future__ import annotations
@@ -12,21 +14,23 @@ import hashlib
 import json
 import logging
 import re
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import jinja2
-from openai import OpenAI, OpenAIError
 from sqlalchemy import select
 
 from monitor.config import Settings
-from monitor.judge.base import Exchange
+from monitor.errors import JudgeError
+from monitor.judge.base import Exchange, Recorder
 from monitor.judge.exchanges import ExchangeRecorder
+from monitor.judge.openai_judge import Mode, OpenAIJudge
 from monitor.judge.prompts import DEFAULT_PROMPTS_DIR, defuse
+from monitor.judge.schema import InvalidAnswer
 from monitor.store.db import Store
 from monitor.store.models import LLMExchange
+from monitor.store.runs import RunRecord
 
 log = logging.getLogger(__name__)
 
@@ -99,10 +103,65 @@ def _cached(store: Store, version: str, key: str) -> list[str] | None:
     return None
 
 
+class ResearchAsker(OpenAIJudge):
+    """The judge's OpenAI-compatible transport and structured-output protocol, asking for two research
+    questions instead of assessments (as the LLM screen asks for relevant claims)."""
+
+    schema_name = "research_questions"
+
+    def __init__(self, settings: Settings, prompt_version: str) -> None:
+        super().__init__(settings.judge)
+        self.prompt_version = prompt_version
+
+    def schema(self, ids: list[str], bounds: bool = False) -> dict[str, Any]:
+        questions: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
+        if bounds:  # strict mode rejects array bounds; the looser forms take them
+            questions.update(minItems=2, maxItems=2)
+        return {
+            "type": "object",
+            "properties": {"questions": questions},
+            "required": ["questions"],
+            "additionalProperties": False,
+        }
+
+    def max_tokens(self, ids: list[str]) -> int:
+        return 400
+
+    def request_body(self, messages: list[dict[str, str]], ids: list[str], mode: Mode) -> dict[str, Any]:
+        request = super().request_body(messages, ids, mode)
+        request["temperature"] = 0.3  # some variety: these are ideas, not judgements
+        return request
+
+    def questions(self, prompt: str, where: str, recorder: Recorder) -> list[str]:
+        """The two questions; JudgeError when none came (refusal, unusable even after correcting)."""
+        questions, _ = self.ask(
+            [{"role": "user", "content": prompt}],
+            [],
+            where,
+            recorder,
+            parse=_parse,
+            correction=lambda problem: (
+                f"That answer could not be used: {problem}. Answer again with one JSON object and "
+                'nothing else: {"questions": ["...", "..."]}'
+            ),
+        )
+        return questions
+
+
+def _parse(text: str | None) -> list[str]:
+    try:
+        return parse_questions(text or "")
+    except ValueError as exc:  # what was wrong goes back to the model in the corrective turn
+        raise InvalidAnswer(str(exc)) from None
+
+
 def research_questions(
-    store: Store, settings: Settings, line: Any, claims: list[Any], run_id: int | None = None
+    store: Store, settings: Settings, line: Any, claims: list[Any], run: RunRecord | None = None
 ) -> ResearchQuestions:
-    """Ask the judge's model for two questions about one line, given its claims with new evidence."""
+    """Ask the judge's model for two questions about one line, given its claims with new evidence.
+
+    With a run, its counts (`research`), tokens and errors record what asking did.
+    """
     if not settings.report.research_questions:
         return ResearchQuestions(
             "disabled", note="Research questions are turned off (report.research_questions)."
@@ -116,51 +175,35 @@ def research_questions(
         return ResearchQuestions("no_evidence", note="No new evidence for this line this period.")
     template, version = _template(settings)
     prompt = template.render(line=line, claims=[c for c in claims if c.new_evidence]).strip()
-    model = settings.judge.model
-    key = hashlib.sha256(f"{model}\0{prompt}".encode()).hexdigest()
+    key = hashlib.sha256(f"{settings.judge.model}\0{prompt}".encode()).hexdigest()
+    # Summed over the digest's lines: asked, reused, failed, calls, tokens.
+    tally: dict[str, int] = run.counts.setdefault("research", {}) if run is not None else {}
     cached = _cached(store, version, key)
     if cached is not None:
+        tally["reused"] = tally.get("reused", 0) + 1
         return ResearchQuestions("ok", cached, note="reused from an earlier identical request")
-    request: dict[str, Any] = {
-        "model": model,
-        "messages": [{"role": "user", "content": prompt}],
-        "temperature": 0.3,
-        "max_tokens": 400,
-    }
-    recorder = ExchangeRecorder(store, run_id=run_id)
-    exchange = Exchange(
-        provider="openai",
-        model=model,
-        prompt_version=version,
-        request=request,
-        response_format="text",
-        extra={"cache_key": key, "purpose": "research_questions", "line": line.id},
-    )
-    started = time.monotonic()
+    recorder = ExchangeRecorder(store, run_id=run.id if run else None)
+    meta = {"cache_key": key, "purpose": "research_questions", "line": line.id}
+
+    def record(exchange: Exchange) -> int | None:
+        exchange.extra = {**exchange.extra, **meta}  # how _cached finds the answer again
+        return recorder(exchange)
+
     try:
-        response = _client(settings).chat.completions.create(**request)
-        exchange.response = response.choices[0].message.content or ""
-        if response.usage is not None:
-            exchange.prompt_tokens = response.usage.prompt_tokens or 0
-            exchange.completion_tokens = response.usage.completion_tokens or 0
-        questions = parse_questions(exchange.response)
-    except (OpenAIError, ValueError, IndexError) as exc:
-        exchange.error = f"{exc.__class__.__name__}: {str(exc)[:300]}"
-        log.warning("research questions for line %s failed: %s", line.id, exchange.error)
+        questions = ResearchAsker(settings, version).questions(prompt, f"line {line.id}", record)
+    except (JudgeError, ValueError) as exc:  # ValueError: the client's own, for a body it cannot read
+        error = str(exc) if isinstance(exc, JudgeError) else f"{exc.__class__.__name__}: {str(exc)[:300]}"
+        log.warning("research questions for line %s failed: %s", line.id, error)
+        if run is not None:
+            run.errors.append(f"research questions for line {line.id}: {error}")
+        tally["failed"] = tally.get("failed", 0) + 1
         return ResearchQuestions(
             "failed", note=f"The LLM call failed ({exc.__class__.__name__}); see `monitor runs`."
         )
     finally:
-        exchange.latency_ms = int((time.monotonic() - started) * 1000)
-        recorder(exchange)
+        tally["asked"] = tally.get("asked", 0) + 1
+        tally["calls"] = tally.get("calls", 0) + recorder.calls
+        tally["tokens"] = tally.get("tokens", 0) + recorder.tokens
+        if run is not None:
+            run.tokens += recorder.tokens
     return ResearchQuestions("ok", questions)
-
-
-def _client(settings: Settings) -> OpenAI:
-    key = settings.judge.api_key.get_secret_value() if settings.judge.api_key else "no-key"
-    return OpenAI(
-        api_key=key,
-        base_url=settings.judge.base_url,
-        timeout=settings.judge.timeout_seconds,
-        max_retries=min(settings.judge.max_retries, 2),
-    )

@@ -22,13 +22,15 @@ from sqlalchemy import select
 from monitor.config import Settings
 from monitor.errors import BudgetExhausted, JudgeError, LockHeld
 from monitor.schedule.lock import RunLock, locked_run
-from monitor.schedule.signals import StopFlag
+from monitor.schedule.signals import Interrupted, StopFlag
 from monitor.schedule.testhooks import pause_at
 from monitor.store.db import Store
 from monitor.store.models import Digest, Run, utcnow
 from monitor.store.runs import RunRecord, save_progress
 
 if TYPE_CHECKING:
+    from monitor.judge.base import Judge
+    from monitor.judge.runner import JudgeSummary
     from monitor.relevance import RelevanceSummary
 
 log = logging.getLogger(__name__)
@@ -120,7 +122,7 @@ def _pipeline(
     store: Store, settings: Settings, opts: RunOptions, run: RunRecord, step: Steps, outcome: RunOutcome
 ) -> None:
     if opts.import_claims:
-        step("claims", lambda: _import_claims(store, settings, run))
+        step("claims", lambda: sync_claims(store, settings, run))
     if opts.fetch:
         step("fetch", lambda: _fetch(store, settings, opts, run))
     step("relevance", lambda: _relevance(store, settings, run, opts.progress))
@@ -150,15 +152,16 @@ def prepare_candidates(
     pairs pending before an LLM screen (a dry run calls nothing)."""
     from monitor.relevance import select_candidates
 
-    _import_claims(store, settings, None)
+    sync_claims(store, settings, None)
     return select_candidates(store, settings, screen=screen, progress=progress)
 
 
-def _import_claims(store: Store, settings: Settings, run: RunRecord | None) -> Any:
+def sync_claims(store: Store, settings: Settings, run: RunRecord | None) -> Any:
+    """Import the claim files, or, when there are none, go on with the claims already stored."""
     from monitor.claims.importer import default_paths, import_claims
 
     # Claims may have been imported by hand (`monitor seeds import FILE`) with no seeds directory
-    # configured; then the run works with what the store holds.
+    # configured; then run, retest and replay work with what the store holds.
     if not any(Path(p).exists() for p in default_paths(settings)):
         if run is not None:
             run.warnings.append("no seeds directory or claims file found; using the claims already stored")
@@ -181,24 +184,57 @@ def _relevance(store: Store, settings: Settings, run: RunRecord, progress: bool)
 
 def _judge(store: Store, settings: Settings, provider: str | None, run: RunRecord, progress: bool) -> Any:
     from monitor.judge.factory import make_judge
-    from monitor.judge.runner import judge_pending
 
     judge = make_judge(settings, provider)
-    summary = judge_pending(store, settings, judge=judge, run=run, progress=progress)
+    return judge_step(store, settings, judge, run, again="monitor run", progress=progress)
+
+
+def judge_step(
+    store: Store,
+    settings: Settings,
+    judge: Judge,
+    run: RunRecord,
+    again: str,
+    spent: int = 0,
+    **which: Any,
+) -> JudgeSummary:
+    """Judge what is pending under the one budget-and-stop policy of run, retest, replay and judge.
+
+    Raises as `check_judged` says, or Interrupted (130) when a stop was asked for meanwhile; the
+    caller then writes no verdicts or digest, and a rerun resumes where this one stopped.
+
+    `spent`: tokens this run already spent judging (replay judges once per period, and the budget is
+    the run's). `which` goes to `judge_pending` (force, claim_ids, since, progress).
+    """
+    from monitor.judge.runner import judge_pending
+
+    budget = settings.judge.token_budget
+    scoped = settings
+    if budget is not None and spent:
+        left = settings.judge.model_copy(update={"token_budget": max(0, budget - spent)})
+        scoped = settings.model_copy(update={"judge": left})
+    summary = judge_pending(store, scoped, judge=judge, run=run, **which)
+    check_judged(summary, settings, again)
+    if run.should_stop():  # SIGTERM/SIGINT: the judge started no further call; the rest stays pending
+        raise Interrupted(f"stopped while judging; finished work is kept, run `{again}` again to go on")
+    return summary
+
+
+def check_judged(summary: JudgeSummary, settings: Settings, again: str) -> None:
+    """Raise when judging did not finish: BudgetExhausted (7) for a spent token budget, JudgeError (6)
+    when the judge answered none of the pairs it was asked. What was judged is kept either way; verdicts
+    and digests must wait, so they are never computed on half the evidence (docs/operations.md).
+    """
     if summary.budget_exhausted:
         raise BudgetExhausted(
-            f"token budget {settings.judge.token_budget} spent: {summary.judged} pair(s) judged and kept, "
-            f"{summary.not_attempted} left for the next run"
+            f"token budget {settings.judge.token_budget} reached: {summary.judged} pair(s) judged and kept, "
+            f"{summary.not_attempted} left pending; run `{again}` again to go on"
         )
     if summary.judge_unavailable:  # e.g. nothing listens at base_url: stop before verdicts and digest
         raise JudgeError(summary.unavailable_reason)
     if summary.errors and not summary.judged:
-        raise JudgeError(
-            f"the judge answered none of {summary.errors} pair(s); first error: {summary.error_messages[0]}"
-            if summary.error_messages
-            else f"the judge answered none of {summary.errors} pair(s)"
-        )
-    return summary
+        first = f"; first error: {summary.error_messages[0]}" if summary.error_messages else ""
+        raise JudgeError(f"the judge answered none of {summary.errors} pair(s){first}")
 
 
 def _verdicts(store: Store, settings: Settings, run: RunRecord) -> Any:

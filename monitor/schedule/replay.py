@@ -7,6 +7,9 @@ period's last day, and write that period's digest. No mail is sent.
 Idempotent and resumable: a period whose digest exists is done and skipped; every step of an
 unfinished period skips what it already did (stored papers, relevance marks, assessment cache keys,
 unchanged verdicts), so a replay killed anywhere is finished by running it again, with nothing doubled.
+Judging follows `monitor run`'s policy (pipeline.judge_step): when the token budget (the whole
+replay's) is spent or the judge answered nothing, the judged work is kept, that period gets no verdicts
+or digest, and the replay stops with exit 7 or 6; running it again resumes at that period.
 Replay into its own database (`--db`): digests are one per period, shared with live runs.
 """
 
@@ -191,24 +194,24 @@ def replay(
     on_period: Callable[[PeriodResult], None] | None = None,
 ) -> ReplaySummary:
     """Replay `source` over start..end (see the module docstring). Holds the run lock throughout."""
-    from monitor.claims.importer import import_claims
     from monitor.judge.factory import make_judge
-    from monitor.judge.runner import judge_pending
     from monitor.relevance import select_candidates
     from monitor.report.digest import write_digest
+    from monitor.schedule.pipeline import judge_step, sync_claims
     from monitor.sources.ingest import fetch
     from monitor.verdicts.rollup import compute_verdicts
 
     periods = replay_periods(start, end, every)
     snapshot = snapshot_path(settings, source)
-    stop = stop or StopFlag()
+    stop = stop or StopFlag(again="monitor replay")
     began = time.monotonic()
     workdir = Path(tempfile.mkdtemp(prefix="monitor-replay-"))
     try:
         with locked_run(store, settings, "replay", stop.event, lock) as (run, held, _):
             summary = ReplaySummary(run_id=run.id, source=source, every=every)
-            import_claims(store, settings, run=run)
+            sync_claims(store, settings, run)
             the_judge = None  # made on first need: loading the embedded model takes a while
+            spent = 0  # judge tokens of earlier periods: the token budget is the whole replay's
             parts = split_snapshot(snapshot, periods, workdir)
             for period in periods:
                 stop.check(f"period {summary.periods[-1].key}" if summary.periods else "claims")
@@ -227,9 +230,11 @@ def replay(
                     result.candidates = relevance.candidates_added
                     if the_judge is None:
                         the_judge = make_judge(settings, judge)
-                    judged = judge_pending(store, settings, judge=the_judge, run=run)
+                    # A spent budget, a judge that answered nothing or a stop request raises here:
+                    # this period gets no verdicts or digest, so the rerun picks it up again.
+                    judged = judge_step(store, settings, the_judge, run, again="monitor replay", spent=spent)
+                    spent += judged.tokens
                     result.judged = judged.judged
-                    stop.check(f"judging {period.key}")  # its digest is written by the rerun
                     pause_at(f"replay:{period.key}:before_digest")  # test-only crash point
                     changes = compute_verdicts(store, settings, as_of=period.end, run=run)
                     result.verdict_changes = len(changes)

@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import select
 
 from monitor.config import Settings
-from monitor.errors import BudgetExhausted, InputError, JudgeError
+from monitor.errors import InputError
 from monitor.schedule.lock import RunLock, locked_run
 from monitor.schedule.signals import StopFlag
 from monitor.store.db import Store
@@ -136,41 +136,34 @@ def retest(
     lock: RunLock | None = None,
 ) -> RetestResult:
     """Re-judge stored papers against claims and report which verdicts changed (module docstring)."""
-    from monitor.claims.importer import import_claims
     from monitor.judge.factory import make_judge
-    from monitor.judge.runner import judge_pending
     from monitor.relevance import select_candidates
+    from monitor.schedule.pipeline import judge_step, sync_claims
     from monitor.verdicts.rollup import compute_verdicts, current_verdicts
 
-    stop = stop or StopFlag()
+    stop = stop or StopFlag(again="monitor retest")
     began = time.monotonic()
     with locked_run(store, settings, "retest", stop.event, lock) as (run, _, _):
         before = {v.claim_id: v.status for v in current_verdicts(store)}
-        import_claims(store, settings, run=run)
+        sync_claims(store, settings, run)
         stop.check("claims")
         targets = resolve_claims(store, claim_ids, line_id)
         select_candidates(store, settings, run=run, claim_ids=targets)
         save_progress(store, run)
         stop.check("relevance")
-        summary = judge_pending(
+        # Verdicts move only on finished judging (pipeline.judge_step raises otherwise; a rerun resumes).
+        summary = judge_step(
             store,
             settings,
-            judge=make_judge(settings, judge),
-            run=run,
+            make_judge(settings, judge),
+            run,
+            again="monitor retest",
             force=force,
             claim_ids=targets,
             since=since,
             retry_parked=True,  # a retest is the moment to ask parked pairs again
         )
         save_progress(store, run)
-        if summary.budget_exhausted:
-            raise BudgetExhausted(
-                f"token budget {settings.judge.token_budget} spent: {summary.judged} pair(s) judged "
-                f"and kept, {summary.not_attempted} left; run `monitor retest` again to finish"
-            )
-        if summary.judge_unavailable:
-            raise JudgeError(summary.unavailable_reason)
-        stop.check("judging")
         compute_verdicts(store, settings, run=run)
         successors = _successor_map(store)
         predecessor = {new: old for old, new in successors.items()}

@@ -29,9 +29,10 @@ class Interrupted(MonitorError):
 class StopFlag:
     """A stop request shared by the signal handler, the pipeline and the stages."""
 
-    def __init__(self, event: threading.Event | None = None) -> None:
+    def __init__(self, event: threading.Event | None = None, again: str = "monitor run") -> None:
         self.event = event or threading.Event()
         self.signal_name: str | None = None
+        self.again = again  # the command that goes on from where this one stopped
 
     @property
     def requested(self) -> bool:
@@ -46,7 +47,7 @@ class StopFlag:
         if self.event.is_set():
             raise Interrupted(
                 f"stopped after {after} ({self.signal_name or 'stop requested'}); "
-                "finished work is kept, run `monitor run` again to go on"
+                f"finished work is kept, run `{self.again}` again to go on"
             )
 
 
