@@ -7,17 +7,37 @@ The usual `OPENAI_API_KEY` / `OPENAI_BASE_URL` are honoured for the OpenAI-compa
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
 from monitor.errors import ConfigError
 
 DEFAULT_CONFIG_FILE = "monitor.toml"
+ENV_PREFIX = "MONITOR_"
+
+# MONITOR_* variables that are not settings: read by the code or the tests directly. Any other
+# MONITOR_* variable must name a section (and key) of Settings, so a typo is an error, not ignored.
+OTHER_VARIABLES = frozenset(
+    {
+        "MONITOR_CONFIG",
+        "MONITOR_SMTP_PASSWORD",
+        "MONITOR_EMBEDDING_MODEL",
+        "MONITOR_EMBEDDING_TOKENIZER",
+        "MONITOR_SHARED",
+        # test-only (docs/operations.md, "Test-only variables"):
+        "MONITOR_ARXIV_MIN_DELAY",
+        "MONITOR_TEST_PAUSE_AT",
+        "MONITOR_TEST_PAUSE_FILE",
+        "MONITOR_TEST_PAUSE_SECONDS",
+        "MONITOR_TEST_PG",
+    }
+)
 
 
 class Section(BaseModel):
@@ -56,8 +76,8 @@ class ArxivSettings(Section):
     @field_validator("delay_seconds")
     @classmethod
     def _polite(cls, v: float) -> float:
-        # arXiv's terms ask for one request every 3 seconds; tests may lower it only via
-        # MONITOR_ARXIV_MIN_DELAY, which is not a documented user setting.
+        # arXiv's terms ask for one request every 3 seconds; tests may lower the floor only via
+        # MONITOR_ARXIV_MIN_DELAY, a test-only variable (docs/operations.md), not a user setting.
         floor = float(os.environ.get("MONITOR_ARXIV_MIN_DELAY", "3.0"))
         if v < floor:
             raise ValueError(f"must be at least {floor} seconds (arXiv's rate limit)")
@@ -208,7 +228,7 @@ class ScheduleSettings(Section):
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
-        env_prefix="MONITOR_", env_nested_delimiter="__", extra="forbid", validate_default=True
+        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", validate_default=True
     )
 
     database: DatabaseSettings = Field(default_factory=DatabaseSettings)
@@ -280,14 +300,69 @@ def load_settings(explicit: str | Path | None = None) -> Settings:
             raise ConfigError(f"{path}: config file not found")
         data = _read_toml(path)
     data = _standard_env(data)
+    check_environment()
     try:
         return Settings(**data)
+    except SettingsError as exc:
+        # A list or table value that is not JSON; pydantic-settings names only the section.
+        section = exc.args[0].split('"')[1] if exc.args and '"' in str(exc.args[0]) else ""
+        names = [n for u, n in sorted(_env_names().items()) if u.startswith(f"{ENV_PREFIX}{section.upper()}")]
+        raise ConfigError(
+            f"environment variable {' or '.join(names) or ENV_PREFIX + '*'}: "
+            "not valid JSON (lists and tables are given as JSON)"
+        ) from None
     except ValidationError as exc:
         where = str(path) if path else "environment"
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}: {_explain(err)}" for err in exc.errors()
-        )
+        problems = "; ".join(_problem(err) for err in exc.errors())
         raise ConfigError(f"{where}: invalid configuration: {problems}") from None
+
+
+def _env_names() -> dict[str, str]:
+    """Upper-cased name -> name of every MONITOR_* variable (pydantic-settings ignores case)."""
+    return {name.upper(): name for name in os.environ if name.upper().startswith(ENV_PREFIX)}
+
+
+def check_environment() -> None:
+    """Reject MONITOR_* variables that name no section or key, as unknown TOML keys are rejected.
+
+    pydantic-settings alone silently ignores an unknown section (`MONITOR_JUGDE__MODEL`), so the
+    user's setting would quietly not apply.
+    """
+    for upper, name in sorted(_env_names().items()):
+        if upper in OTHER_VARIABLES:
+            continue
+        section, nested, rest = upper[len(ENV_PREFIX) :].lower().partition("__")
+        field = Settings.model_fields.get(section)
+        if field is None:
+            known = ", ".join(Settings.model_fields)
+            raise ConfigError(f"environment variable {name}: unknown section {section!r} (sections: {known})")
+        model = field.annotation
+        key = rest.split("__")[0]
+        if not nested:
+            # A whole section at once is a JSON object, as pydantic-settings reads it.
+            try:
+                ok = isinstance(json.loads(os.environ[name]), dict)
+            except json.JSONDecodeError:
+                ok = False
+            if not ok:
+                raise ConfigError(
+                    f"environment variable {name}: must be a JSON object of {section} settings; "
+                    f"for one key use {ENV_PREFIX}{section.upper()}__KEY"
+                )
+        elif isinstance(model, type) and issubclass(model, BaseModel) and key not in model.model_fields:
+            raise ConfigError(f"environment variable {name}: unknown key {section}.{key}")
+
+
+def _problem(err: Any) -> str:
+    """One validation problem, naming the environment variable when the value came from one."""
+    loc = [str(p) for p in err["loc"]]
+    text = f"{'.'.join(loc)}: {_explain(err)}"
+    if len(loc) >= 2:
+        variable = f"{ENV_PREFIX}{loc[0]}__{loc[1]}".upper()
+        names = _env_names()
+        if variable in names:
+            return f"{text} (from environment variable {names[variable]})"
+    return text
 
 
 def _explain(err: Any) -> str:

@@ -8,6 +8,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from monitor.schedule.testhooks import pause_at
+
 STALE_TEMP_SECONDS = 600  # a temp file this old belongs to a write that was killed, not a running one
 
 
@@ -25,7 +27,11 @@ def write_atomic(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
+            half = len(text) // 2
+            fh.write(text[:half])
+            fh.flush()
+            pause_at(f"write:{path.name}")  # test-only: a crash test kills the process mid-write here
+            fh.write(text[half:])
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:

@@ -77,7 +77,7 @@ GOOD = {"claim": "c", "title": "t", "abstract": "a b c.", "label": "SUPPORTS", "
 @pytest.mark.parametrize(
     ("bad", "message"),
     [
-        ("{not json", "not valid JSON"),
+        ("{not json", "not valid JSON (Expecting property name enclosed in double quotes at column 2)"),
         ("[1, 2]", "expected a JSON object"),
         ({**GOOD, "label": "MAYBE"}, "field 'label'"),
         ({k: v for k, v in GOOD.items() if k != "abstract"}, "field 'abstract'"),

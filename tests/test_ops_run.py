@@ -6,16 +6,21 @@ Crash points are the test-only pause hooks (monitor/schedule/testhooks.py).
 
 from __future__ import annotations
 
+import datetime as dt
+import hashlib
 import json
 import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from xml.sax.saxutils import escape
 
 import pytest
+from arxiv_replay import ArxivReplay
 from ops_helpers import MONITOR, env, make_settings, monitor, start_paused, write_config, write_snapshot
 from sqlalchemy import func, select
 
+from monitor.report.render import fmt_date
 from monitor.schedule.pipeline import RunOptions, run_once
 from monitor.store import open_store
 from monitor.store.models import Assessment, Candidate, Digest, Paper, PaperVersion, Run
@@ -118,12 +123,49 @@ def test_sigkill_anywhere_then_rerun_finishes_without_loss_or_doubles(
         assert listed[0]["counts"]["fetch"]["new"] == 0  # the killed run's batch was kept
         table = monitor(config, "runs", COLUMNS="200")
         assert "abandoned" in table.stdout and "0 new papers" in table.stdout
-        if point == "judge:after_first_batch":
-            # The killed run's first batch stands; the rerun judged only the rest.
+    if point == "judge:after_first_batch":
+        # The killed run's first batch stands; the rerun judged only the rest.
+        with store.session() as s:
             by_run = dict(
                 s.execute(select(Assessment.run_id, func.count()).group_by(Assessment.run_id)).all()
             )
-            assert by_run.get(rows[0].id, 0) >= 1 and by_run.get(rows[1].id, 0) >= 1
+        assert by_run.get(rows[0].id, 0) >= 1 and by_run.get(rows[1].id, 0) >= 1
+
+
+def _complete(store, path: Path) -> bool:
+    """The digest file holds the whole text its row was recorded with (hash without the time)."""
+    with store.session() as s:
+        row = s.scalars(select(Digest)).one()
+    text = path.read_text(encoding="utf-8")
+    bare = text.replace(fmt_date(row.created_at), "")
+    return row.markdown_path == str(path) and hashlib.sha256(bare.encode()).hexdigest() == row.content_sha256
+
+
+def test_sigkill_while_the_digest_file_is_half_written(tmp_path, sqlite_url, snapshot) -> None:
+    config = write_config(tmp_path, sqlite_url)
+    reports = tmp_path / "reports"
+    args = ("run", "--source", str(snapshot), "--no-email")
+    victim = start_paused(config, "write:digest-*.md", tmp_path / "pause.txt", *args)
+    victim.send_signal(signal.SIGKILL)
+    victim.wait(30)
+    # Killed with half the Markdown in a temp file: nothing under the digest's own name.
+    (half,) = reports.glob(".digest-*.md.*")
+    assert half.stat().st_size > 0
+    assert list(reports.glob("digest-*")) == []
+    store = open_store(sqlite_url)
+    assert _count(store, Digest) == 0
+    rerun = monitor(config, *args)
+    assert rerun.returncode == 0, rerun.stderr
+    (digest,) = reports.glob("digest-*.md")
+    assert half.name.startswith(f".{digest.name}.")
+    assert digest.stat().st_size > half.stat().st_size and _complete(store, digest)
+    # Only the complete digest and the feed are visible; the half file stays a dot-file (removed
+    # by a later write once it is stale), never under a name a reader or the mailer picks up.
+    assert sorted(p.name for p in reports.iterdir() if not p.name.startswith(".")) == [
+        digest.name,
+        "feed.xml",
+    ]
+    _assert_nothing_doubled(store)
 
 
 def test_sigterm_stops_after_the_current_step(tmp_path, sqlite_url, snapshot) -> None:
@@ -185,3 +227,67 @@ def test_two_runs_at_once_one_works_the_other_exits_or_waits(tmp_path, db_url, s
         assert [r.status for r in rows] == ["ok", "ok"]  # the refused run never opened a row
         assert rows[1].counts["fetch"]["new"] == 0 and rows[1].counts["judge"]["judged"] == 0
         assert rows[0].finished_at <= rows[1].started_at
+
+
+def _feed(updated: dt.date, rows: list[dict]) -> bytes:
+    """An rss.arxiv.org Atom feed dated `updated`, announcing `rows` as new."""
+    head = (
+        "<?xml version='1.0' encoding='UTF-8'?>\n"
+        '<feed xmlns:arxiv="http://arxiv.org/schemas/atom" xmlns:dc="http://purl.org/dc/elements/1.1/"'
+        ' xmlns="http://www.w3.org/2005/Atom" xml:lang="en-us">\n'
+        "  <id>http://rss.arxiv.org/atom/cs.AI</id>\n  <title>cs.AI updates on arXiv.org</title>\n"
+        f"  <updated>{updated.isoformat()}T04:00:00+00:00</updated>\n"
+    )
+    entries = [
+        f"""  <entry>
+    <id>oai:arXiv.org:{r["arxiv_id"]}v1</id>
+    <title>{escape(r["title"])}</title>
+    <updated>{updated.isoformat()}T04:00:00+00:00</updated>
+    <link href="https://arxiv.org/abs/{r["arxiv_id"]}" rel="alternate" type="text/html"/>
+    <summary>arXiv:{r["arxiv_id"]}v1 Announce Type: new
+Abstract: {escape(r["abstract"])}</summary>
+    <category term="cs.AI"/>
+    <published>{updated.isoformat()}T00:00:00-04:00</published>
+    <arxiv:announce_type>new</arxiv:announce_type>
+    <dc:creator>{escape(", ".join(r.get("authors") or ["A. Author"]))}</dc:creator>
+  </entry>
+"""
+        for r in rows
+    ]
+    return (head + "".join(entries) + "</feed>\n").encode()
+
+
+def test_a_holiday_with_no_announcements_runs_clean_and_the_digest_says_so(
+    tmp_path, sqlite_url, snapshot
+) -> None:
+    """The Christmas break: last week arXiv announced nothing; the daily feed comes back empty."""
+    today = dt.datetime.now(dt.UTC).date()
+    monday = today - dt.timedelta(days=today.weekday())
+    before_break = monday - dt.timedelta(days=12)  # the Wednesday of the week before last
+    holiday = monday - dt.timedelta(days=4)  # last Thursday
+    rows = [json.loads(line) for line in snapshot.read_text().splitlines()]
+    with ArxivReplay(fixtures=None) as server:
+        server.feeds["/atom/cs.AI"] = _feed(before_break, rows)
+        arxiv = {"rss_url": server.url, "categories": ["cs.AI"], "delay_seconds": 0.0}
+        config = write_config(tmp_path, sqlite_url, arxiv=arxiv)
+        args = ("run", "--source", "rss", "--no-email")
+        first = monitor(config, *args)
+        assert first.returncode == 0, first.stderr
+        store = open_store(sqlite_url)
+        judged = _count(store, Assessment)
+        assert _count(store, Paper) == 30 and judged > 0
+        server.feeds["/atom/cs.AI"] = _feed(holiday, [])
+        second = monitor(config, *args)
+        assert second.returncode == 0, second.stderr
+    _assert_nothing_doubled(store)
+    assert _count(store, Assessment) == judged
+    with store.session() as s:
+        runs = s.scalars(select(Run).order_by(Run.id)).all()
+        digest = s.scalars(select(Digest)).one()  # last week's, written by both runs
+    assert [r.status for r in runs] == ["ok", "ok"]
+    assert runs[1].counts["fetch"]["new"] == 0 and runs[1].counts["judge"]["judged"] == 0
+    assert any("empty feed on an announcement weekday" in w for w in runs[1].warnings)
+    assert digest.period_start == monday - dt.timedelta(days=7)
+    text = Path(digest.markdown_path).read_text(encoding="utf-8")
+    assert "No arXiv announcements in this period" in text
+    assert not any(r["title"] in text for r in rows)  # the papers before the break are not news

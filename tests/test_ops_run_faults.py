@@ -38,6 +38,11 @@ def snapshot(tmp_path: Path) -> Path:
     return path
 
 
+def _judged(store) -> int:
+    with store.session() as s:
+        return int(s.scalar(select(func.count()).select_from(Assessment)) or 0)
+
+
 def judge_options(llm: ScriptedLLM, **extra: Any) -> dict[str, Any]:
     return {
         "provider": "openai",
@@ -131,3 +136,31 @@ def test_killed_around_delivery_the_digest_is_sent_exactly_once(
         digest = s.scalars(select(Digest)).one()
         assert digest.sent_at is not None
         assert [r.status for r in s.scalars(select(Run).order_by(Run.id))] == ["abandoned", "ok"]
+
+
+def test_the_api_key_is_in_no_file_log_or_report(tmp_path, snapshot, llm) -> None:
+    key = "sk-ops-5c3e9d1f-must-not-be-stored"
+    db = tmp_path / "monitor.db"
+    # The key comes from the environment, as documented; the config file has none.
+    options = {
+        k: v for k, v in judge_options(llm, max_retries=1, backoff_seconds=0.01).items() if k != "api_key"
+    }
+    config = write_config(tmp_path, f"sqlite:///{db}", judge=options)
+    # A server that echoes the key in an error (as OpenAI does for a wrong key); the retry then works.
+    llm.push(Reply(500, error_body(f"Incorrect API key provided: {key}")))
+    done = monitor(config, "-v", "run", "--source", str(snapshot), "--no-email", MONITOR_JUDGE__API_KEY=key)
+    assert done.returncode == 0, done.stderr
+    listed = monitor(config, "runs", "--json", MONITOR_JUDGE__API_KEY=key)
+    assert listed.returncode == 0, listed.stderr
+    requests = llm.chat_requests()
+    assert len(requests) > 1 and all(r.headers["authorization"] == f"Bearer {key}" for r in requests)
+    store = open_store(f"sqlite:///{db}")
+    assert _judged(store) > 0
+    store.close()
+    secret = key.encode()
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]  # the database (and -wal), reports, feed
+    assert db in files and any(p.name.startswith("digest-") for p in files)
+    for path in files:
+        assert secret not in path.read_bytes(), path
+    for text in (done.stdout, done.stderr, listed.stdout, listed.stderr):
+        assert key not in text

@@ -106,7 +106,8 @@ def test_snapshot_versions_window_and_categories(db_url: str, tmp_path: Path) ->
 @pytest.mark.parametrize(
     ("bad", "message"),
     [
-        ("{not json", r"s\.jsonl:2: not valid JSON"),
+        ("{not json", r"s\.jsonl:2: not valid JSON: .* at column 2$"),
+        ('{"arxiv_id": "2608.00009", oops}', r"s\.jsonl:2: not valid JSON: .* at column 28$"),
         (json.dumps(row("2608.00009", published="August")), r"s\.jsonl:2: field published"),
         (json.dumps(row("not-an-id")), r"s\.jsonl:2: field arxiv_id"),
         (
@@ -167,3 +168,4 @@ def test_cli_fetch_prints_a_summary_and_bad_input_exits_3(tmp_path: Path) -> Non
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert done.returncode == 3
     assert "bad.jsonl:2: not valid JSON" in done.stderr and "Traceback" not in done.stderr
+    assert "at column 2" in done.stderr  # where on the line, not just which line

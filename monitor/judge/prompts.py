@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 import sys
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,9 +35,49 @@ TEMPLATE_NAMES = ("judge_system.j2", "judge_user.j2", "judge_correction.j2")
 _DELIMITER_TAG = re.compile(r"<\s*/?\s*(?:paper|title|abstract|claims?)\b[^<>]*>?", re.IGNORECASE)
 
 
+# Invisible characters a paper could slip into a tag (`</pa\u200bper>`) that a model reads past: format
+# characters (zero-width spaces and joiners, bidi controls, soft hyphens, BOM), the combining grapheme
+# joiner and variation selectors.
+_INVISIBLE = frozenset({"\u034f", *map(chr, range(0xFE00, 0xFE10))})
+
+
+def _escape(tag: str) -> str:
+    return tag.replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _folded(text: str) -> tuple[str, list[int]]:
+    """`text` as a model reads it (NFKC per character, invisible characters dropped), and for each
+    character of that view the index of the character of `text` it came from."""
+    view: list[str] = []
+    origin: list[int] = []
+    for index, char in enumerate(text):
+        if char in _INVISIBLE or unicodedata.category(char) == "Cf":
+            continue
+        plain = unicodedata.normalize("NFKC", char)  # full-width `＜／ｐａｐｅｒ＞` -> `</paper>`
+        view.append(plain)
+        origin.extend([index] * len(plain))
+    return "".join(view), origin
+
+
 def defuse(text: str) -> str:
-    """Escape delimiter-like tags (`</paper>`, `<claim ...>`) inside untrusted text."""
-    return _DELIMITER_TAG.sub(lambda m: m.group(0).replace("<", "&lt;").replace(">", "&gt;"), text)
+    """Escape delimiter-like tags (`</paper>`, `<claim ...>`) inside untrusted text.
+
+    Tags are looked for in the normalised view of the text, so look-alike forms (`＜/paper＞`,
+    `<\u200b/paper>`) are caught too. Only a tag's own span is rewritten, as its plain escaped form;
+    the rest of the text reaches the model unchanged.
+    """
+    if text.isascii():  # nothing to normalise: the common case, kept fast
+        return _DELIMITER_TAG.sub(lambda m: _escape(m.group(0)), text)
+    view, origin = _folded(text)
+    out: list[str] = []
+    done = 0  # text[:done] is already in `out`
+    for match in _DELIMITER_TAG.finditer(view):
+        start = max(origin[match.start()], done)  # one character may expand to several (NFKC)
+        end = origin[match.end() - 1] + 1
+        out += [text[done:start], _escape(match.group(0))]
+        done = end
+    out.append(text[done:])
+    return "".join(out)
 
 
 def prompt_version(directory: Path, names: tuple[str, ...] = TEMPLATE_NAMES) -> str:

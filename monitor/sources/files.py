@@ -114,7 +114,9 @@ def read_jsonl(path: Path) -> list[PaperRecord]:
                 try:
                     data = json.loads(line)
                 except json.JSONDecodeError as exc:
-                    raise InputError(str(path), number, f"not valid JSON: {exc.msg}") from None
+                    raise InputError(
+                        str(path), number, f"not valid JSON: {exc.msg} at column {exc.colno}"
+                    ) from None
                 if not isinstance(data, dict):
                     raise InputError(str(path), number, "expected a JSON object")
                 try:

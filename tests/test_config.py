@@ -1,0 +1,107 @@
+"""Settings from `monitor.toml` and `MONITOR_*` variables: every mistake is one line, exit 2, naming where."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from monitor.config import OTHER_VARIABLES, Settings, load_settings
+from monitor.errors import ConfigError
+
+
+def monitor(*args: str, cwd: Path, **env_extra: str) -> subprocess.CompletedProcess[str]:
+    """`monitor <args>` with only the MONITOR_* variables the test names (no test-only floor either)."""
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith(("MONITOR_", "OPENAI_"))}
+    env.update(COLUMNS="200", NO_COLOR="1", **env_extra)
+    return subprocess.run(
+        [sys.executable, "-m", "monitor", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def assert_config_error(done: subprocess.CompletedProcess[str], *expected: str) -> None:
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    for text in expected:
+        assert text in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "expected"),
+    [
+        ("MONITOR_JUGDE__MODEL", "gpt-4o", "unknown section 'jugde'"),
+        ("MONITOR_JUDGE__MODLE", "gpt-4o", "unknown key judge.modle"),
+        ("monitor_jugde__model", "gpt-4o", "unknown section 'jugde'"),  # read case-insensitively
+        ("MONITOR_SCHEDULES__SOURCE", "rss", "unknown section 'schedules'"),
+        ("MONITOR_JUDGE", "gpt-4o", "must be a JSON object"),
+        ("MONITOR_ARXIV__CATEGORIES", "cs.AI", "not valid JSON"),  # was a traceback, exit 1
+    ],
+)
+def test_unknown_or_undecodable_environment_variables_are_config_errors(
+    tmp_path: Path, variable: str, value: str, expected: str
+) -> None:
+    done = monitor("runs", cwd=tmp_path, **{variable: value})
+    assert_config_error(done, f"environment variable {variable}", expected)
+    assert not (tmp_path / "monitor.db").exists()
+
+
+def test_known_variables_still_apply(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name in OTHER_VARIABLES - {"MONITOR_CONFIG"}:  # read elsewhere; not settings, not errors
+        monkeypatch.setenv(name, os.environ.get(name, "0"))
+    monkeypatch.setenv("MONITOR_JUDGE__MODEL", "my-model")
+    monkeypatch.setenv("MONITOR_VERDICTS__PRECISION", '{"local": {"SUPPORTS": 0.5}}')
+    monkeypatch.setenv("MONITOR_EMAIL", '{"port": 2525}')
+    settings = load_settings()
+    assert settings.judge.model == "my-model"
+    assert settings.verdicts.precision == {"local": {"SUPPORTS": 0.5}}
+    assert settings.email.port == 2525
+
+
+def test_a_bad_environment_value_names_its_variable_not_the_config_file(tmp_path: Path) -> None:
+    config = tmp_path / "monitor.toml"
+    config.write_text('[judge]\nmodel = "m"\n')
+    done = monitor("--config", str(config), "runs", cwd=tmp_path, MONITOR_JUDGE__CONCURRENCY="four")
+    assert_config_error(done, "judge.concurrency", "from environment variable MONITOR_JUDGE__CONCURRENCY")
+
+
+@pytest.mark.parametrize(
+    ("toml", "key"),
+    [
+        ('[judge]\nconcurrency = "four"\n', "judge.concurrency"),
+        ("[judge]\nmodel = 4\n", "judge.model"),
+        ('[arxiv]\ncategories = "cs.AI"\n', "arxiv.categories"),
+        ('[report]\nemail = "yes please"\n', "report.email"),
+        ("[schedule]\nlock_wait_seconds = 1.5\n", "schedule.lock_wait_seconds"),
+        ('judge = "openai"\n', "judge"),  # a value where a section belongs
+    ],
+)
+def test_wrong_types_in_the_config_file_name_file_and_key(tmp_path: Path, toml: str, key: str) -> None:
+    config = tmp_path / "monitor.toml"
+    config.write_text(toml)
+    done = monitor("--config", str(config), "runs", cwd=tmp_path)
+    assert_config_error(done, f"{config}: invalid configuration: {key}: ")
+
+
+def test_arxiv_delay_below_three_seconds_is_refused_unless_the_test_floor_is_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "monitor.toml"
+    config.write_text("[arxiv]\ndelay_seconds = 1.0\n")
+    done = monitor("--config", str(config), "runs", cwd=tmp_path)
+    assert_config_error(done, f"{config}", "arxiv.delay_seconds", "at least 3.0 seconds")
+    monkeypatch.delenv("MONITOR_ARXIV_MIN_DELAY", raising=False)  # tests/conftest.py sets it
+    assert Settings().arxiv.delay_seconds == 3.0
+    assert Settings(arxiv={"delay_seconds": 3.0}).arxiv.delay_seconds == 3.0
+    with pytest.raises(ConfigError, match=r"arxiv\.delay_seconds: .*at least 3\.0 seconds"):
+        load_settings(config)
+    monkeypatch.setenv("MONITOR_ARXIV_MIN_DELAY", "0")  # the test-only variable lowers the floor
+    assert load_settings(config).arxiv.delay_seconds == 1.0
