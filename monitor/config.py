@@ -30,6 +30,7 @@ OTHER_VARIABLES = frozenset(
         "MONITOR_EMBEDDING_MODEL",
         "MONITOR_EMBEDDING_TOKENIZER",
         "MONITOR_SHARED",
+        "MONITOR_NO_PROGRESS",  # progress bars off at a terminal (monitor/progress.py)
         # test-only (docs/operations.md, "Test-only variables"):
         "MONITOR_ARXIV_MIN_DELAY",
         "MONITOR_TEST_PAUSE_AT",
