@@ -229,6 +229,25 @@ def test_a_rejected_key_stops_the_run_after_one_call(store: Store, llm: Scripted
     assert (summary.errors, summary.not_attempted, summary.judged) == (1, 4, 0)
 
 
+def test_a_reply_that_is_not_json_is_that_pairs_error_and_the_run_goes_on(
+    store: Store, llm: ScriptedLLM
+) -> None:
+    seed(store, papers=3, claims=1)
+    good = answering()
+    calls = {"n": 0}
+
+    def respond(request: Any) -> Reply:
+        calls["n"] += 1
+        return Reply(body="<html>502 Bad Gateway</html>") if calls["n"] == 1 else good(request)
+
+    llm.default = respond
+    summary = judge_pending(store, settings_for(llm, concurrency=1))
+    assert (summary.judged, summary.errors) == (2, 1)
+    assert "unreadable reply from the server" in summary.error_messages[0]
+    rest = judge_pending(store, settings_for(llm))  # the failed pair is asked again and answered
+    assert (rest.pending, rest.judged, rest.errors) == (1, 1, 0)
+
+
 def test_token_budget_stops_cleanly_and_keeps_the_work(store: Store, llm: ScriptedLLM) -> None:
     seed(store, papers=4, claims=1)
     llm.default = lambda req: Reply(body=completion(answer(req), prompt_tokens=500, completion_tokens=100))

@@ -366,6 +366,14 @@ class OpenAIJudge(Judge):
                         self._timed_out()
                     self._record_failure(recorder, request, mode, latency, attempt_no, exc)
                     raise
+                except ValueError as exc:
+                    # A 200 whose body is not JSON (a proxy's error page): the client raises a plain
+                    # JSONDecodeError. Make it the pair's error, so the run goes on and a rerun retries it.
+                    latency = int((time.monotonic() - started) * 1000)
+                    self._record_failure(recorder, request, mode, latency, attempt_no, exc)
+                    raise JudgeError(
+                        f"unreadable reply from the server (not JSON: {str(exc)[:120]})"
+                    ) from None
                 latency = int((time.monotonic() - started) * 1000)
             choice = response.choices[0] if response.choices else None
             message = choice.message if choice else None
