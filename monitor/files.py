@@ -8,7 +8,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from monitor.schedule.testhooks import pause_at
+from monitor.testhooks import pause_at
 
 STALE_TEMP_SECONDS = 600  # a temp file this old belongs to a write that was killed, not a running one
 

@@ -1,7 +1,7 @@
 """`monitor run`: the whole pipeline, recorded; two runs at once; SIGKILL anywhere and a rerun finishes.
 
 The runs use a small real snapshot (papers of the shipped sample), the seeds and the embedded judge.
-Crash points are the test-only pause hooks (monitor/schedule/testhooks.py).
+Crash points are the test-only pause hooks (monitor/testhooks.py).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Creating and upgrading the schema (issue 13 item 3): serialised between processes, all or nothing.
 
 Real processes on real databases (SQLite and PostgreSQL); the crash point is the test-only pause hook
-`migrate:v<N>` (monitor/schedule/testhooks.py), reached inside the migration's transaction.
+`migrate:v<N>` (monitor/testhooks.py), reached inside the migration's transaction.
 """
 
 from __future__ import annotations

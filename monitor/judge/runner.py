@@ -443,7 +443,7 @@ def _run_units(
     progress: bool,
     should_stop: Callable[[], bool] | None = None,  # SIGTERM/SIGINT: start no further call
 ) -> None:
-    from monitor.schedule.testhooks import pause_at
+    from monitor.testhooks import pause_at
 
     budget = settings.judge.token_budget
     # A judge opts in to parallel calls with `max_concurrency` (the HTTP one does); others run one at a time.

@@ -2,5 +2,5 @@
 
 `pipeline.run_once` (monitor run), `lock` (one run per database), `signals` (graceful stop),
 `daemon` (APScheduler jobs), `replay` (history from a snapshot), `retest` (re-judging after changes),
-`show` (how these commands print), `testhooks` (test-only pause points). See docs/operations.md.
+`show` (how these commands print). See docs/operations.md.
 """

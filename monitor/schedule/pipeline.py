@@ -23,10 +23,10 @@ from monitor.config import Settings
 from monitor.errors import BudgetExhausted, JudgeError, LockHeld
 from monitor.schedule.lock import RunLock, locked_run
 from monitor.schedule.signals import Interrupted, StopFlag
-from monitor.schedule.testhooks import pause_at
 from monitor.store.db import Store
 from monitor.store.models import Digest, Run, utcnow
 from monitor.store.runs import RunRecord, save_progress
+from monitor.testhooks import pause_at
 
 if TYPE_CHECKING:
     from monitor.judge.base import Judge

@@ -34,10 +34,10 @@ from monitor.config import Settings
 from monitor.errors import InputError, MonitorError
 from monitor.schedule.lock import RunLock, locked_run
 from monitor.schedule.signals import StopFlag
-from monitor.schedule.testhooks import pause_at
 from monitor.store.db import Store
 from monitor.store.models import Digest
 from monitor.store.runs import save_progress
+from monitor.testhooks import pause_at
 
 log = logging.getLogger(__name__)
 

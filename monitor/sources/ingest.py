@@ -22,11 +22,11 @@ from sqlalchemy.orm import Session
 from monitor.config import Settings
 from monitor.errors import InputError
 from monitor.progress import progress_bar
-from monitor.schedule.testhooks import pause_at
 from monitor.sources.base import Batch, PaperRecord, Source
 from monitor.store.db import Store
 from monitor.store.models import FetchMark, Paper, PaperVersion, utcnow
 from monitor.store.runs import RunRecord
+from monitor.testhooks import pause_at
 
 log = logging.getLogger(__name__)
 
