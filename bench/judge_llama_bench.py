@@ -26,8 +26,8 @@ from llama_server import gguf_path  # noqa: E402
 
 from monitor.config import JudgeSettings  # noqa: E402
 from monitor.errors import JudgeError  # noqa: E402
-from monitor.judge.base import ClaimText, Exchange, PaperText  # noqa: E402
 from monitor.judge.openai_judge import OpenAIJudge  # noqa: E402
+from monitor.llm.texts import ClaimText, Exchange, PaperText  # noqa: E402
 
 
 def main() -> None:

@@ -31,7 +31,7 @@ import numpy as np
 from monitor.claims.ids import claim_id
 from monitor.claims.importer import import_claims
 from monitor.config import Settings
-from monitor.judge.base import ClaimText, Exchange, PaperText
+from monitor.llm.texts import ClaimText, Exchange, PaperText
 from monitor.relevance.reference import claim_cuts
 from monitor.relevance.scoring import PaperDoc
 from monitor.relevance.screen import LLMScreen

@@ -30,8 +30,8 @@ sys.path.insert(0, str(REPO / "training"))
 from draw_pairs import seed_claims  # noqa: E402
 
 from monitor.config import RelevanceSettings  # noqa: E402
-from monitor.judge.base import ClaimText, PaperText  # noqa: E402
 from monitor.judge.student import StudentJudge  # noqa: E402
+from monitor.llm.texts import ClaimText, PaperText  # noqa: E402
 from monitor.relevance.scoring import PaperDoc, RelevanceScorer  # noqa: E402
 
 SHARED = REPO.parent / "shared"

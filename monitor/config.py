@@ -112,6 +112,9 @@ class RelevanceSettings(Section):
     screen_embed_gate: float = Field(default=0.0, ge=0)
     screen_claims_per_call: int = Field(default=16, ge=1)  # first-cut claims of one paper per call
     screen_model: str | None = None  # default: judge.model
+    # The screen through the OpenAI Batch API (half price, answers within 24 h), for backfills: each run
+    # collects finished screen batches and submits the pending pairs no open batch carries.
+    screen_batch: bool = False
 
 
 class JudgeSettings(Section):

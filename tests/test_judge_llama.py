@@ -11,9 +11,10 @@ from sqlalchemy import select
 
 from monitor.config import JudgeSettings, Settings
 from monitor.errors import JudgeError
-from monitor.judge.base import LABELS, ClaimText, Exchange, PaperText
+from monitor.judge.base import LABELS
 from monitor.judge.openai_judge import OpenAIJudge
 from monitor.judge.runner import judge_pending
+from monitor.llm.texts import ClaimText, Exchange, PaperText
 from monitor.store.db import Store
 from monitor.store.models import Assessment, Candidate, Claim, LLMExchange, Paper, PaperVersion
 from monitor.store.runs import recorded_run

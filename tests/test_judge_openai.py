@@ -12,8 +12,8 @@ from pydantic import SecretStr
 
 from monitor.config import JudgeSettings
 from monitor.errors import JudgeError
-from monitor.judge.base import ClaimText, Exchange, PaperText
 from monitor.judge.openai_judge import OpenAIJudge
+from monitor.llm.texts import ClaimText, Exchange, PaperText
 
 SECRET = "sk-test-4f9a0c1e-never-log-me"
 PAPER = PaperText(

@@ -10,10 +10,13 @@ from pathlib import Path
 import pytest
 
 from monitor.errors import ConfigError
-from monitor.judge.base import ClaimText, Judgement, PaperText
+from monitor.judge.base import Judgement
 from monitor.judge.grounding import ground, normalise
-from monitor.judge.prompts import DEFAULT_PROMPTS_DIR, defuse, load_prompts
-from monitor.judge.schema import InvalidAnswer, looks_like_refusal, parse_answer, response_schema
+from monitor.judge.prompts import load_prompts
+from monitor.judge.schema import parse_answer, response_schema
+from monitor.llm.answers import InvalidAnswer, looks_like_refusal
+from monitor.llm.prompts import DEFAULT_PROMPTS_DIR, defuse
+from monitor.llm.texts import ClaimText, PaperText
 
 PAPER = PaperText(
     "2501.00001",

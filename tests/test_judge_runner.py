@@ -20,9 +20,10 @@ from sqlalchemy import func, select
 
 from monitor.config import Settings
 from monitor.errors import ConfigError
-from monitor.judge.base import ClaimText, Judge, Judgement, PaperText
+from monitor.judge.base import Judge, Judgement
 from monitor.judge.openai_judge import OpenAIJudge
 from monitor.judge.runner import judge_pending
+from monitor.llm.texts import ClaimText, PaperText
 from monitor.report.digest import write_digest
 from monitor.schedule.show import print_runs
 from monitor.store.db import Store
@@ -302,12 +303,13 @@ def test_a_concurrent_run_never_duplicates(store: Store, llm: ScriptedLLM) -> No
     seed(store, papers=1, claims=1)
     settings = settings_for(llm)
     judge = CountingJudge()
-    from monitor.judge import runner
+    from monitor.judge.work import JudgeSummary, pending_units
+    from monitor.judge.writer import AssessmentWriter
 
-    units = runner.pending_units(store, judge)
+    units = pending_units(store, judge)
     judge_pending(store, settings, judge=judge)  # "another process" finishes first
-    summary = runner.JudgeSummary("counting", "none", "p0")
-    runner.AssessmentWriter(store, judge, summary, False, None).write(
+    summary = JudgeSummary("counting", "none", "p0")
+    AssessmentWriter(store, judge, summary, False, None).write(
         units[0], judge.judge(units[0].paper, units[0].claims)
     )
     assert (summary.judged, summary.skipped) == (0, 1)

@@ -18,8 +18,8 @@ from sqlalchemy import inspect, select, text
 from test_relevance import CALIBRATION, RELEVANT, SPARSITY, add_claim, add_papers, filler
 
 from monitor.config import Settings
-from monitor.judge.runner import pending_units
-from monitor.judge.schema import InvalidAnswer
+from monitor.judge.work import pending_units
+from monitor.llm.answers import InvalidAnswer
 from monitor.relevance import select_candidates
 from monitor.relevance.screen import load_screen_prompts, parse_screen
 from monitor.store import SCHEMA_VERSION, open_store

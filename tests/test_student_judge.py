@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from monitor.embeddings import model_files
-from monitor.judge.base import ClaimText, PaperText
 from monitor.judge.factory import make_judge
 from monitor.judge.grounding import ground
 from monitor.judge.sentences import split_sentences
 from monitor.judge.student import PairEncoder, StudentConfig, StudentJudge, decide, load_config
+from monitor.llm.texts import ClaimText, PaperText
 
 ABSTRACT = (
     "Large language models are increasingly trained with reinforcement learning. "

@@ -25,8 +25,8 @@ from draw_pairs import SHARED, excluded_ids, pair_row, seed_claims
 from jsonl import read_jsonl, write_jsonl
 
 from monitor.config import RelevanceSettings
-from monitor.judge.base import ClaimText, PaperText
 from monitor.judge.student import StudentJudge
+from monitor.llm.texts import ClaimText, PaperText
 from monitor.relevance.bm25 import tokenize
 from monitor.relevance.scoring import PaperDoc, RelevanceScorer
 from monitor.relevance.text import paper_text

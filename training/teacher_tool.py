@@ -19,9 +19,11 @@ from pathlib import Path
 
 from jsonl import read_jsonl
 
-from monitor.judge.base import Judgement, PaperText
+from monitor.judge.base import Judgement
 from monitor.judge.grounding import ground
-from monitor.judge.schema import InvalidAnswer, parse_answer
+from monitor.judge.schema import parse_answer
+from monitor.llm.answers import InvalidAnswer
+from monitor.llm.texts import PaperText
 
 _TAG = re.compile(r"<(title|abstract)>(.*?)</\1>", re.DOTALL)
 _CLAIM = re.compile(r'<claim id="([^"]+)"[^>]*>(.*?)</claim>', re.DOTALL)

@@ -2,37 +2,22 @@
 
 A provider sees a paper (untrusted text) and one or more claims and returns one `Judgement` per claim.
 It does not touch the store: caching, evidence grounding, persistence and budgets live in the runner.
+What a judge reads (PaperText, ClaimText) and records (Exchange) are the LLM layer's (monitor/llm/texts.py).
 """
 
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from monitor.llm.texts import ClaimText, PaperText, Recorder
+
+if TYPE_CHECKING:
+    from monitor.judge.prompts import JudgePrompts
 
 Label = Literal["SUPPORTS", "RELAXES", "OVERTURNS", "UNRELATED"]
 LABELS: tuple[Label, ...] = ("SUPPORTS", "RELAXES", "OVERTURNS", "UNRELATED")
-
-
-@dataclass(frozen=True)
-class PaperText:
-    """The parts of a paper version a judge may read."""
-
-    arxiv_id: str
-    version: int
-    title: str
-    abstract: str
-    published: str | None = None  # ISO date the paper appeared, shown to LLM judges beside the claim's date
-
-
-@dataclass(frozen=True)
-class ClaimText:
-    """A claim as the judge sees it: its stable id, its text and the date it was made."""
-
-    id: str
-    text: str
-    date_text: str | None = None
 
 
 @dataclass
@@ -50,35 +35,26 @@ class Judgement:
     abstained: bool = False
 
 
-@dataclass
-class Exchange:
-    """One request to a model and its outcome, handed to the recorder for the llm_exchanges table."""
-
-    provider: str
-    model: str
-    prompt_version: str
-    request: dict[str, Any]
-    response: str | None = None
-    response_format: str | None = None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    latency_ms: int = 0
-    error: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-# The recorder stores an Exchange and returns its row id (or None when nothing is stored).
-Recorder = Callable[[Exchange], int | None]
-
-
 class Judge(abc.ABC):
     """A stance judge. `name`, `model` and `prompt_version` are part of every assessment's cache key."""
 
     name: str
     model: str
     prompt_version: str
-    # How many claims of one paper the provider prefers to see in one call.
-    claims_per_call: int = 1
+    # Capabilities, declared here and overridden by a provider that has them (the runner never probes).
+    claims_per_call: int = 1  # claims of one paper the provider prefers to see in one call
+    max_concurrency: int = 1  # calls the runner may have in flight at once
+    supports_batch: bool = False  # can take `monitor judge --batch` (the OpenAI Batch API)
+    billed: bool = False  # its tokens cost money at the judge's configured rates
+    prompts: JudgePrompts | None = None  # its templates, when it renders any (token estimates use them)
+
+    def prepare(self, papers: list[PaperText]) -> None:
+        """A hint that these papers are judged next, so a provider can encode them together."""
+        del papers  # most providers have nothing to prepare
+
+    def drain_warnings(self) -> list[str]:
+        """What the run should be told about the provider (a lowered concurrency), once each."""
+        return []
 
     @abc.abstractmethod
     def judge(

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from monitor.errors import InputError, JudgeError
-from monitor.judge.base import LABELS, ClaimText, Judge, Label, PaperText
+from monitor.judge.base import LABELS, Judge, Label
 from monitor.judge.grounding import ground
+from monitor.llm.texts import ClaimText, PaperText
 
 _REQUIRED_TEXT = ("claim", "title", "abstract")
 

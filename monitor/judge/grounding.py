@@ -15,7 +15,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from monitor.judge.base import Judgement, PaperText
+from monitor.judge.base import Judgement
+from monitor.llm.texts import PaperText
 
 UNGROUNDED_CONFIDENCE_FACTOR = 0.5
 MIN_QUOTE_WORDS = 4  # a clause: "1", "Table 2" or "GRPO" prove nothing

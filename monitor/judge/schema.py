@@ -7,17 +7,12 @@ non-empty rationale, and evidence for every label but UNRELATED.
 
 from __future__ import annotations
 
-import json
-import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from monitor.judge.base import LABELS, Judgement, Label
-
-
-class InvalidAnswer(ValueError):
-    """The model's reply is not a valid answer; the message says what is wrong, for the corrective turn."""
+from monitor.llm.answers import InvalidAnswer, load_json
 
 
 class ClaimAnswer(BaseModel):
@@ -96,23 +91,6 @@ def response_schema(claim_ids: list[str], bounds: bool = False) -> dict[str, Any
     return schema
 
 
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
-
-
-def load_json(text: str) -> Any:
-    candidates = [text.strip()]
-    candidates += [m.group(1).strip() for m in _FENCE.finditer(text)]
-    start, end = text.find("{"), text.rfind("}")
-    if 0 <= start < end:
-        candidates.append(text[start : end + 1])
-    for candidate in candidates:
-        try:
-            return json.loads(candidate)
-        except ValueError:
-            continue
-    raise InvalidAnswer("the reply is not a JSON object")
-
-
 def _describe(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors()[:5]:
@@ -147,15 +125,3 @@ def parse_answer(text: str | None, claim_ids: list[str]) -> list[Judgement]:
         )
         for a in answer.assessments
     ]
-
-
-_REFUSAL = re.compile(
-    r"^\W*(i'?m sorry|i am sorry|sorry, but|i can(?:'|no)?t (?:help|assist|comply|do that)|i cannot|"
-    r"i (?:won'?t|will not) (?:help|assist))",
-    re.IGNORECASE,
-)
-
-
-def looks_like_refusal(text: str | None) -> bool:
-    """A reply that opens with an apology or "I can't help", rather than an answer."""
-    return bool(text) and bool(_REFUSAL.match(text.strip()))

@@ -29,8 +29,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from monitor.errors import ConfigError
-from monitor.judge.base import LABELS, ClaimText, Judge, Judgement, Label, PaperText, Recorder
+from monitor.judge.base import LABELS, Judge, Judgement, Label
 from monitor.judge.sentences import Sentence, split_sentences
+from monitor.llm.texts import ClaimText, PaperText, Recorder
 
 MODEL_DIR = "student"
 _CLS, _SEP = "[CLS]", "[SEP]"

@@ -10,30 +10,30 @@ paper costs a fraction of judging its pairs.
 
 Each paper's answer is committed on its own, so a crash or a stop loses at most the calls in flight;
 a failed call (after retries and one corrective turn) leaves its pairs pending for the next run.
-Every request is logged in `llm_exchanges` like the judge's, under its own prompt version.
+Every request is logged in `llm_exchanges` like the judge's, under its own prompt version. With
+`relevance.screen_batch` the pending pairs go through the Batch API instead (screen_batch.py).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jinja2
 from openai import OpenAI
 from pydantic import BaseModel, ConfigDict, ValidationError
 from sqlalchemy import func, select, update
 
 from monitor.config import Settings
-from monitor.errors import ConfigError, JudgeError
-from monitor.judge.base import ClaimText, PaperText, Recorder
-from monitor.judge.exchanges import ExchangeRecorder
-from monitor.judge.openai_judge import OpenAIJudge
-from monitor.judge.prompts import DEFAULT_PROMPTS_DIR, prompt_version, template_environment
-from monitor.judge.schema import InvalidAnswer, load_json
+from monitor.errors import ConfigError, MonitorError
+from monitor.llm.answers import InvalidAnswer, load_json
+from monitor.llm.cost import estimate_tokens, token_cost
+from monitor.llm.prompts import Templates, load_templates
+from monitor.llm.recorder import ExchangeRecorder
+from monitor.llm.texts import ClaimText, PaperText, Recorder
+from monitor.llm.transport import ChatTransport, Mode, Question
+from monitor.llm.workers import Budget, run_bounded
 from monitor.store import Store
 from monitor.store.candidates import candidate_pairs
 from monitor.store.models import Candidate, Claim
@@ -47,27 +47,24 @@ PENDING, KEPT, DROPPED = "pending", "kept", "dropped"
 class ScreenPrompts:
     """The screen's templates and their content-hash version."""
 
-    version: str
-    env: jinja2.Environment
+    templates: Templates
+
+    @property
+    def version(self) -> str:
+        return self.templates.version
 
     def messages(self, paper: PaperText, claims: list[ClaimText]) -> list[dict[str, str]]:
         return [
-            {"role": "system", "content": self.env.get_template("screen_system.j2").render().strip()},
-            {
-                "role": "user",
-                "content": self.env.get_template("screen_user.j2").render(paper=paper, claims=claims).strip(),
-            },
+            {"role": "system", "content": self.templates.render("screen_system.j2")},
+            {"role": "user", "content": self.templates.render("screen_user.j2", paper=paper, claims=claims)},
         ]
 
     def correction(self, problem: str, claim_ids: list[str]) -> str:
-        template = self.env.get_template("screen_correction.j2")
-        return template.render(problem=problem, claim_ids=claim_ids).strip()
+        return self.templates.render("screen_correction.j2", problem=problem, claim_ids=claim_ids)
 
 
 def load_screen_prompts(directory: Path | None = None) -> ScreenPrompts:
-    directory = Path(directory) if directory else DEFAULT_PROMPTS_DIR
-    env = template_environment(directory, TEMPLATE_NAMES, "relevance screen")
-    return ScreenPrompts(version=prompt_version(directory, TEMPLATE_NAMES), env=env)
+    return ScreenPrompts(load_templates(directory, TEMPLATE_NAMES, "relevance screen"))
 
 
 class ScreenAnswer(BaseModel):
@@ -99,7 +96,7 @@ def parse_screen(text: str | None, claim_ids: list[str]) -> set[str]:
     try:
         answer = ScreenAnswer.model_validate(data)
     except ValidationError as exc:
-        raise InvalidAnswer(f"expected {{\"relevant\": [claim ids]}}: {exc.errors()[0]['msg']}") from None
+        raise InvalidAnswer(f'expected {{"relevant": [claim ids]}}: {exc.errors()[0]["msg"]}') from None
     kept = {i.strip() for i in answer.relevant}
     unknown = sorted(kept - set(claim_ids))
     if unknown:
@@ -107,12 +104,10 @@ def parse_screen(text: str | None, claim_ids: list[str]) -> set[str]:
     return kept
 
 
-class LLMScreen(OpenAIJudge):
-    """The judge's OpenAI-compatible transport (retries, format fallback, logging) asking the screen's
-    question instead of the judge's."""
+class LLMScreen:
+    """The screen's question, asked through the LLM layer's transport (retries, format fallback, logging)."""
 
     name = "openai-screen"
-    schema_name = "relevant_claims"
 
     def __init__(self, settings: Settings, client: OpenAI | None = None) -> None:
         judge = settings.judge
@@ -123,30 +118,33 @@ class LLMScreen(OpenAIJudge):
                 "relevance.screen = 'llm' needs an LLM: set judge.base_url (OPENAI_BASE_URL) or an API key "
                 "(OPENAI_API_KEY)"
             )
-        super().__init__(judge, client=client)
-        self.screen_prompts = load_screen_prompts(judge.prompts_dir)
-        self.prompt_version = self.screen_prompts.version
+        self.prompts = load_screen_prompts(judge.prompts_dir)
+        self.prompt_version = self.prompts.version
+        self.model = judge.model
+        self.max_concurrency = max(1, judge.concurrency)
+        self.transport = ChatTransport(judge, self.name, self.prompt_version, client)
 
-    def schema(self, ids: list[str], bounds: bool = False) -> dict[str, Any]:
-        return screen_schema(ids, bounds=bounds)
+    @property
+    def mode(self) -> Mode | None:
+        return self.transport.mode
 
-    def max_tokens(self, ids: list[str]) -> int:
-        # A list of ids: about ten tokens each, plus the braces; room for a model that pads.
-        return 64 + 16 * len(ids)
+    def question(self, paper: PaperText, claims: list[ClaimText]) -> Question[set[str]]:
+        ids = [c.id for c in claims]
+        return Question(
+            messages=self.prompts.messages(paper, claims),
+            schema_name="relevant_claims",
+            schema=lambda bounds: screen_schema(ids, bounds=bounds),
+            # A list of ids: about ten tokens each, plus the braces; room for a model that pads.
+            max_tokens=64 + 16 * len(ids),
+            parse=lambda text: parse_screen(text, ids),
+            correction=lambda problem: self.prompts.correction(problem, ids),
+        )
 
     def screen(
         self, paper: PaperText, claims: list[ClaimText], recorder: Recorder | None = None
     ) -> tuple[set[str], int | None]:
         """The ids of `claims` the paper bears on, and the exchange that said so."""
-        ids = [c.id for c in claims]
-        return self.ask(
-            self.screen_prompts.messages(paper, claims),
-            ids,
-            f"{paper.arxiv_id}v{paper.version}",
-            recorder,
-            parse=lambda text: parse_screen(text, ids),
-            correction=lambda problem: self.screen_prompts.correction(problem, ids),
-        )
+        return self.transport.ask(self.question(paper, claims), f"{paper.arxiv_id}v{paper.version}", recorder)
 
 
 @dataclass
@@ -164,6 +162,9 @@ class ScreenSummary:
     stopped: str | None = None  # why screening stopped early: budget, stop signal, server unavailable
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    batches_submitted: int = 0  # relevance.screen_batch only
+    batches_waiting: int = 0
+    batches_collected: int = 0
 
     def as_dict(self) -> dict[str, object]:
         out = asdict(self)
@@ -173,30 +174,48 @@ class ScreenSummary:
 
 
 @dataclass
-class _Unit:
+class ScreenUnit:
+    """One call's worth: a paper version and up to `screen_claims_per_call` of its pending claims."""
+
     paper: PaperText
     claims: list[ClaimText]
+    estimated_tokens: int = 0
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.paper.arxiv_id, self.paper.version
 
 
-def _pending_units(store: Store, per_call: int, claim_ids: list[str] | None) -> list[_Unit]:
+def pending_screen_units(store: Store, per_call: int, claim_ids: list[str] | None) -> list[ScreenUnit]:
     query = candidate_pairs().where(Candidate.screen == PENDING)
     if claim_ids:
         query = query.where(Claim.id.in_(claim_ids))
     with store.session() as session:
         rows = session.execute(query).all()
-    units: list[_Unit] = []
+    units: list[ScreenUnit] = []
     for arxiv_id, version, claim_id, text, title, abstract in rows:
         last = units[-1] if units else None
-        if last is None or (last.paper.arxiv_id, last.paper.version) != (arxiv_id, version) or (
-            len(last.claims) >= per_call
-        ):
-            last = _Unit(PaperText(arxiv_id, version, title, abstract), [])
+        if last is None or last.key != (arxiv_id, version) or len(last.claims) >= per_call:
+            last = ScreenUnit(PaperText(arxiv_id, version, title, abstract), [])
             units.append(last)
         last.claims.append(ClaimText(id=claim_id, text=text))
     return units
 
 
-def _save(store: Store, unit: _Unit, kept: set[str], exchange_id: int | None) -> tuple[int, int]:
+def estimate_units(units: list[ScreenUnit], prompts: ScreenPrompts) -> tuple[int, int]:
+    """Each unit's estimated tokens; returns the (prompt, completion) totals."""
+    prompt = completion = 0
+    for unit in units:
+        asked = estimate_tokens("\n".join(m["content"] for m in prompts.messages(unit.paper, unit.claims)))
+        # An answer lists some of the ids asked, about ten tokens each: budget four a claim asked.
+        answer = 8 + 4 * len(unit.claims)
+        unit.estimated_tokens = asked + answer
+        prompt, completion = prompt + asked, completion + answer
+    return prompt, completion
+
+
+def save_answer(store: Store, unit: ScreenUnit, kept: set[str], exchange_id: int | None) -> tuple[int, int]:
+    """Mark the unit's pairs kept or dropped (those still pending); returns (kept, dropped)."""
     with store.session() as session:
         for claim in unit.claims:
             session.execute(
@@ -220,60 +239,25 @@ def screen_pending(
     screen: LLMScreen | None = None,
 ) -> ScreenSummary:
     """Screen every pending pair (of `claim_ids`, default all), a paper per call, `judge.concurrency`
-    calls at once; stops cleanly on the run's stop signal or when `judge.token_budget` is spent."""
+    calls at once; stops cleanly on the run's stop signal or when `judge.token_budget` is spent.
+    With `relevance.screen_batch`, collect finished screen batches and submit the rest instead."""
     began = time.monotonic()
     summary = ScreenSummary()
-    units = _pending_units(store, settings.relevance.screen_claims_per_call, claim_ids)
-    if units:
-        screen = screen or LLMScreen(settings)
-        recorder = ExchangeRecorder(store, run.id if run is not None else None)
-        budget = settings.judge.token_budget
-        failed: set[tuple[str, int]] = set()
-        done: set[tuple[str, int]] = set()
-        with ThreadPoolExecutor(max_workers=screen.max_concurrency) as pool:
-            running: dict[Future[tuple[set[str], int | None]], _Unit] = {}
-            queue: Iterator[_Unit] = iter(units)
-            while True:
-                while summary.stopped is None and len(running) < screen.max_concurrency:
-                    if run is not None and run.should_stop():
-                        summary.stopped = "stop requested"
-                    elif budget is not None and recorder.tokens >= budget:
-                        summary.stopped = f"token budget {budget} spent"
-                    elif (unit := next(queue, None)) is not None:
-                        running[pool.submit(screen.screen, unit.paper, unit.claims, recorder)] = unit
-                        continue
-                    break
-                if not running:
-                    break
-                finished, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    unit = running.pop(future)
-                    key = (unit.paper.arxiv_id, unit.paper.version)
-                    try:
-                        kept, exchange_id = future.result()
-                    except JudgeError as exc:
-                        failed.add(key)
-                        summary.errors.append(str(exc))
-                        if getattr(exc, "fatal", False):
-                            summary.stopped = "the LLM server refuses requests"
-                        continue
-                    k, d = _save(store, unit, kept, exchange_id)
-                    summary.kept += k
-                    summary.dropped += d
-                    done.add(key)
-        summary.papers = len(done - failed)
-        summary.failed_papers = len(failed)
-        summary.calls = recorder.calls
-        summary.prompt_tokens, summary.completion_tokens = recorder.prompt_tokens, recorder.completion_tokens
-        if run is not None:
-            run.tokens += recorder.tokens
-    with store.session() as session:
-        left = select(func.count()).select_from(Candidate).where(Candidate.screen == PENDING)
-        if claim_ids:
-            left = left.where(Candidate.claim_id.in_(claim_ids))
-        summary.pending_left = session.scalar(left) or 0
+    recorder = ExchangeRecorder(store, run.id if run is not None else None)
+    if settings.relevance.screen_batch:
+        from monitor.relevance.screen_batch import screen_by_batch
+
+        screen_by_batch(store, settings, screen, recorder, summary, claim_ids)
+    else:
+        units = pending_screen_units(store, settings.relevance.screen_claims_per_call, claim_ids)
+        if units:
+            _screen_units(store, settings, screen or LLMScreen(settings), units, recorder, summary, run)
+    summary.calls = recorder.calls
+    summary.prompt_tokens, summary.completion_tokens = recorder.prompt_tokens, recorder.completion_tokens
+    summary.pending_left = _pending_left(store, claim_ids)
     summary.seconds = time.monotonic() - began
     if run is not None:
+        run.tokens += recorder.tokens
         run.add("screen", summary.as_dict())
         if summary.failed_papers:
             run.warnings.append(
@@ -283,20 +267,63 @@ def screen_pending(
     return summary
 
 
-def estimate_screen(store: Store, settings: Settings) -> dict[str, object]:
-    """What screening the pending pairs would take (calls, tokens, USD at the judge's rates).
+def _screen_units(
+    store: Store,
+    settings: Settings,
+    screen: LLMScreen,
+    units: list[ScreenUnit],
+    recorder: ExchangeRecorder,
+    summary: ScreenSummary,
+    run: RunRecord | None,
+) -> None:
+    budget = settings.judge.token_budget
+    if budget is not None:
+        estimate_units(units, screen.prompts)
+    failed: set[tuple[str, int]] = set()
+    done: set[tuple[str, int]] = set()
 
-    Calls nothing: this is `monitor judge --dry-run`'s view of the screen."""
-    from monitor.judge.runner import estimate_tokens, token_cost
+    def finish(unit: ScreenUnit, result: tuple[set[str], int | None] | MonitorError) -> None:
+        if isinstance(result, MonitorError):
+            failed.add(unit.key)
+            summary.errors.append(str(result))
+            return
+        kept, dropped = save_answer(store, unit, *result)
+        summary.kept, summary.dropped = summary.kept + kept, summary.dropped + dropped
+        done.add(unit.key)
 
-    prompts = load_screen_prompts(settings.judge.prompts_dir)
-    units = _pending_units(store, settings.relevance.screen_claims_per_call, None)
-    prompt = sum(
-        estimate_tokens("\n".join(m["content"] for m in prompts.messages(u.paper, u.claims))) for u in units
+    end = run_bounded(
+        units,
+        lambda unit: screen.screen(unit.paper, unit.claims, recorder),
+        finish,
+        workers=screen.max_concurrency,
+        name="screen",
+        budget=Budget(budget, lambda: recorder.tokens, lambda u: u.estimated_tokens),
+        should_stop=run.should_stop if run is not None else None,
     )
-    # An answer lists some of the ids asked, about ten tokens each: budget four a claim asked.
-    completion = sum(8 + 4 * len(u.claims) for u in units)
-    cost = token_cost(settings, prompt, completion)
+    if end.fatal:
+        summary.stopped = "the LLM server refuses requests"
+    elif end.stopped:
+        summary.stopped = "stop requested"
+    elif end.budget_exhausted:
+        summary.stopped = f"token budget {budget} spent"
+    summary.papers = len(done - failed)
+    summary.failed_papers = len(failed)
+
+
+def _pending_left(store: Store, claim_ids: list[str] | None) -> int:
+    with store.session() as session:
+        left = select(func.count()).select_from(Candidate).where(Candidate.screen == PENDING)
+        if claim_ids:
+            left = left.where(Candidate.claim_id.in_(claim_ids))
+        return session.scalar(left) or 0
+
+
+def estimate_screen(store: Store, settings: Settings) -> dict[str, object]:
+    """What screening the pending pairs would take (calls, tokens, USD at the judge's rates, halved
+    with `relevance.screen_batch`). Calls nothing: this is `monitor judge --dry-run`'s view of the screen."""
+    units = pending_screen_units(store, settings.relevance.screen_claims_per_call, None)
+    prompt, completion = estimate_units(units, load_screen_prompts(settings.judge.prompts_dir))
+    cost = token_cost(settings, prompt, completion, batch=settings.relevance.screen_batch)
     return {
         "pairs": sum(len(u.claims) for u in units),
         "calls": len(units),

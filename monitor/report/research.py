@@ -2,32 +2,29 @@
 
 The seeds' research prompts ask for questions "that assume the regime has moved". With an
 OpenAI-compatible judge configured we ask its model, once per line and period's evidence (an identical
-request reuses the earlier answer instead of spending tokens again), through the judge's own protocol
-(OpenAIJudge.ask: a JSON schema in the strongest form the server takes, retries, one corrective turn
-for an unusable answer); every call is an `llm_exchanges` row, and the run records the tokens and any
-failure. Without such a judge, or when asking fails, the digest says so instead of inventing questions.
+request reuses the earlier answer instead of spending tokens again), through the LLM layer's transport
+(monitor/llm/transport.py: a JSON schema in the strongest form the server takes, retries, one
+corrective turn for an unusable answer); every call is an `llm_exchanges` row, and the run records the
+tokens and any failure. Without such a judge, or when asking fails, the digest says so instead of
+inventing questions.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
-import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
-import jinja2
 from sqlalchemy import select
 
 from monitor.config import Settings
 from monitor.errors import JudgeError
-from monitor.judge.base import Exchange, Recorder
-from monitor.judge.exchanges import ExchangeRecorder
-from monitor.judge.openai_judge import Mode, OpenAIJudge
-from monitor.judge.prompts import DEFAULT_PROMPTS_DIR, defuse
-from monitor.judge.schema import InvalidAnswer
+from monitor.llm.answers import InvalidAnswer, load_json
+from monitor.llm.prompts import Templates, load_templates, untrusted_filter
+from monitor.llm.recorder import ExchangeRecorder
+from monitor.llm.texts import Exchange, Recorder
+from monitor.llm.transport import ChatTransport, Question
 from monitor.store.db import Store
 from monitor.store.models import LLMExchange
 from monitor.store.runs import RunRecord
@@ -35,15 +32,6 @@ from monitor.store.runs import RunRecord
 log = logging.getLogger(__name__)
 
 TEMPLATE = "research_questions.j2"
-_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)
-# The prompt's own delimiter beyond the judge's (paper, title, abstract, claim): <evidence>.
-_EVIDENCE_TAG = re.compile(r"<\s*/?\s*evidence\b[^<>]*>?", re.IGNORECASE)
-
-
-def untrusted(text: object) -> str:
-    """Paper or claim text with anything shaped like one of the prompt's delimiter tags defused."""
-    defused = defuse(" ".join(str(text or "").split()))
-    return _EVIDENCE_TAG.sub(lambda m: m.group(0).replace("<", "&lt;").replace(">", "&gt;"), defused)
 
 
 State = Literal["ok", "failed", "needs_llm", "no_evidence", "disabled"]
@@ -58,26 +46,21 @@ class ResearchQuestions:
     note: str = ""
 
 
-def prompt_dir(settings: Settings) -> Path:
-    return settings.judge.prompts_dir or DEFAULT_PROMPTS_DIR
-
-
-def _template(settings: Settings) -> tuple[jinja2.Template, str]:
-    directory = prompt_dir(settings)
-    path = directory / TEMPLATE
-    if not path.is_file():
-        directory, path = DEFAULT_PROMPTS_DIR, DEFAULT_PROMPTS_DIR / TEMPLATE
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(directory)), undefined=jinja2.StrictUndefined, autoescape=False
+def _templates(settings: Settings) -> Templates:
+    # The prompt's own delimiter beyond the judge's (paper, title, abstract, claim): <evidence>.
+    return load_templates(
+        settings.judge.prompts_dir,
+        (TEMPLATE,),
+        "research questions",
+        prefix="rq-",
+        fallback=True,
+        untrusted=untrusted_filter(("evidence",)),
     )
-    env.filters["untrusted"] = untrusted
-    version = "rq-" + hashlib.sha256(path.read_bytes()).hexdigest()[:12]
-    return env.get_template(TEMPLATE), version
 
 
 def parse_questions(text: str) -> list[str]:
     """The two questions from the model's answer; ValueError when it is not what was asked for."""
-    data = json.loads(_FENCE.sub("", text.strip()))
+    data = load_json(text)
     questions = data.get("questions") if isinstance(data, dict) else None
     if not isinstance(questions, list) or not all(isinstance(q, str) and q.strip() for q in questions):
         raise ValueError('expected {"questions": [two strings]}')
@@ -103,49 +86,36 @@ def _cached(store: Store, version: str, key: str) -> list[str] | None:
     return None
 
 
-class ResearchAsker(OpenAIJudge):
-    """The judge's OpenAI-compatible transport and structured-output protocol, asking for two research
-    questions instead of assessments (as the LLM screen asks for relevant claims)."""
+def ask_questions(settings: Settings, version: str, prompt: str, where: str, recorder: Recorder) -> list[str]:
+    """The two questions from the judge's model; JudgeError when none came (refusal, unusable even after
+    correcting)."""
+    questions: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
 
-    schema_name = "research_questions"
-
-    def __init__(self, settings: Settings, prompt_version: str) -> None:
-        super().__init__(settings.judge)
-        self.prompt_version = prompt_version
-
-    def schema(self, ids: list[str], bounds: bool = False) -> dict[str, Any]:
-        questions: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
-        if bounds:  # strict mode rejects array bounds; the looser forms take them
-            questions.update(minItems=2, maxItems=2)
+    def schema(bounds: bool) -> dict[str, Any]:
+        items = (
+            {**questions, "minItems": 2, "maxItems": 2} if bounds else questions
+        )  # strict mode rejects bounds
         return {
             "type": "object",
-            "properties": {"questions": questions},
+            "properties": {"questions": items},
             "required": ["questions"],
             "additionalProperties": False,
         }
 
-    def max_tokens(self, ids: list[str]) -> int:
-        return 400
-
-    def request_body(self, messages: list[dict[str, str]], ids: list[str], mode: Mode) -> dict[str, Any]:
-        request = super().request_body(messages, ids, mode)
-        request["temperature"] = 0.3  # some variety: these are ideas, not judgements
-        return request
-
-    def questions(self, prompt: str, where: str, recorder: Recorder) -> list[str]:
-        """The two questions; JudgeError when none came (refusal, unusable even after correcting)."""
-        questions, _ = self.ask(
-            [{"role": "user", "content": prompt}],
-            [],
-            where,
-            recorder,
-            parse=_parse,
-            correction=lambda problem: (
-                f"That answer could not be used: {problem}. Answer again with one JSON object and "
-                'nothing else: {"questions": ["...", "..."]}'
-            ),
-        )
-        return questions
+    question = Question(
+        messages=[{"role": "user", "content": prompt}],
+        schema_name="research_questions",
+        schema=schema,
+        max_tokens=400,
+        parse=_parse,
+        correction=lambda problem: (
+            f"That answer could not be used: {problem}. Answer again with one JSON object and "
+            'nothing else: {"questions": ["...", "..."]}'
+        ),
+        temperature=0.3,  # some variety: these are ideas, not judgements
+    )
+    answer, _ = ChatTransport(settings.judge, "openai", version).ask(question, where, recorder)
+    return answer
 
 
 def _parse(text: str | None) -> list[str]:
@@ -173,8 +143,9 @@ def research_questions(
         )
     if not any(c.new_evidence for c in claims):
         return ResearchQuestions("no_evidence", note="No new evidence for this line this period.")
-    template, version = _template(settings)
-    prompt = template.render(line=line, claims=[c for c in claims if c.new_evidence]).strip()
+    templates = _templates(settings)
+    version = templates.version
+    prompt = templates.render(TEMPLATE, line=line, claims=[c for c in claims if c.new_evidence])
     key = hashlib.sha256(f"{settings.judge.model}\0{prompt}".encode()).hexdigest()
     # Summed over the digest's lines: asked, reused, failed, calls, tokens.
     tally: dict[str, int] = run.counts.setdefault("research", {}) if run is not None else {}
@@ -190,7 +161,7 @@ def research_questions(
         return recorder(exchange)
 
     try:
-        questions = ResearchAsker(settings, version).questions(prompt, f"line {line.id}", record)
+        questions = ask_questions(settings, version, prompt, f"line {line.id}", record)
     except (JudgeError, ValueError) as exc:  # ValueError: the client's own, for a body it cannot read
         error = str(exc) if isinstance(exc, JudgeError) else f"{exc.__class__.__name__}: {str(exc)[:300]}"
         log.warning("research questions for line %s failed: %s", line.id, error)

@@ -2,7 +2,7 @@
 
 Only curator-confirmed RELAXES count (a model's own RELAXES never rewrites a claim). With an
 OpenAI-compatible judge configured, `propose` asks its model once per claim and set of confirmed papers
-(the judge's transport: structured output, retries, one corrective turn, every exchange logged), and
+(the LLM layer's transport: structured output, retries, one corrective turn, every exchange logged), and
 checks the answer: a wording that differs from the claim, a condition, and citations drawn only from the
 papers it was shown. `accept` adds the new claim to every line that cites the old one and retires the
 old one with `replaced_by`, so its evidence and verdict history stay where they were; `reject` records
@@ -12,12 +12,9 @@ the decision. Without an LLM the digest quotes the condition the evidence names 
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import jinja2
 from openai import OpenAI
 from pydantic import BaseModel, ConfigDict, ValidationError
 from sqlalchemy import select
@@ -26,11 +23,11 @@ from sqlalchemy.orm import Session
 from monitor.claims.ids import claim_id, normalise
 from monitor.config import Settings
 from monitor.errors import ConfigError, JudgeError, UsageError
-from monitor.judge.base import Recorder
-from monitor.judge.exchanges import ExchangeRecorder
-from monitor.judge.openai_judge import OpenAIJudge
-from monitor.judge.prompts import DEFAULT_PROMPTS_DIR, defuse, prompt_version, template_environment
-from monitor.judge.schema import InvalidAnswer, load_json
+from monitor.llm.answers import InvalidAnswer, load_json
+from monitor.llm.prompts import load_templates, untrusted_filter
+from monitor.llm.recorder import ExchangeRecorder
+from monitor.llm.texts import Recorder
+from monitor.llm.transport import ChatTransport, Question
 from monitor.store import Store
 from monitor.store.models import Assessment, Claim, ClaimRewording, Line, LineClaim, Paper, utcnow
 from monitor.store.reviews import decisions_in_force
@@ -38,13 +35,6 @@ from monitor.store.rewordings import decide, open_proposals, proposals_for
 
 TEMPLATE_NAMES = ("reword_system.j2", "reword_user.j2", "reword_correction.j2")
 MAX_WORDS = 80  # the prompt asks for at most 60; a little slack before calling it a rewrite
-# This prompt's own delimiters beyond the judge's (paper, title, abstract, claim).
-_OWN_TAGS = re.compile(r"<\s*/?\s*(?:quote|curator_note)\b[^<>]*>?", re.IGNORECASE)
-
-
-def _untrusted(text: object) -> str:
-    defused = defuse(" ".join(str(text or "").split()))
-    return _OWN_TAGS.sub(lambda m: m.group(0).replace("<", "&lt;").replace(">", "&gt;"), defused)
 
 
 @dataclass(frozen=True)
@@ -96,11 +86,10 @@ def parse_proposal(text: str | None, claim_text: str, ids: list[str]) -> Proposa
     return Proposal(wording, condition, cited)
 
 
-class ClaimRewriter(OpenAIJudge):
-    """The judge's OpenAI-compatible transport asking for a narrowed wording instead of labels."""
+class ClaimRewriter:
+    """The narrowed-wording question, asked through the LLM layer's transport."""
 
     name = "openai-reword"
-    schema_name = "claim_rewording"
 
     def __init__(self, settings: Settings, client: OpenAI | None = None) -> None:
         judge = settings.judge
@@ -109,50 +98,53 @@ class ClaimRewriter(OpenAIJudge):
                 "proposing a wording needs an LLM: set judge.base_url (OPENAI_BASE_URL) or an API key "
                 "(OPENAI_API_KEY)"
             )
-        super().__init__(judge, client=client)
-        directory = Path(judge.prompts_dir) if judge.prompts_dir else DEFAULT_PROMPTS_DIR
-        if not all((directory / name).is_file() for name in TEMPLATE_NAMES):
-            directory = DEFAULT_PROMPTS_DIR  # a user's prompts folder from before rewording existed
-        self.env: jinja2.Environment = template_environment(directory, TEMPLATE_NAMES, "rewording")
-        self.env.filters["untrusted"] = _untrusted
-        self.prompt_version = "rw-" + prompt_version(directory, TEMPLATE_NAMES)
-
-    def schema(self, ids: list[str], bounds: bool = False) -> dict[str, Any]:
-        cited: dict[str, Any] = {"type": "array", "items": {"type": "string", "enum": list(ids)}}
-        if bounds:
-            cited["minItems"] = 1
-        return {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["wording", "condition", "cited"],
-            "properties": {"wording": {"type": "string"}, "condition": {"type": "string"}, "cited": cited},
-        }
-
-    def max_tokens(self, ids: list[str]) -> int:
-        return 300 + 16 * len(ids)
+        # A user's prompts folder from before rewording existed falls back to the shipped templates. The
+        # prompt's own delimiters beyond the judge's (paper, title, abstract, claim): quote, curator_note.
+        self.templates = load_templates(
+            judge.prompts_dir,
+            TEMPLATE_NAMES,
+            "rewording",
+            prefix="rw-",
+            fallback=True,
+            untrusted=untrusted_filter(("quote", "curator_note")),
+        )
+        self.prompt_version = self.templates.version
+        self.model = judge.model
+        self.transport = ChatTransport(judge, self.name, self.prompt_version, client)
 
     def propose(
         self, claim: Claim, evidence: list[Confirmed], recorder: Recorder | None = None
     ) -> tuple[Proposal, int | None]:
         ids = [e.arxiv_id for e in evidence]
-        messages = [
-            {"role": "system", "content": self.env.get_template("reword_system.j2").render().strip()},
-            {
-                "role": "user",
-                "content": self.env.get_template("reword_user.j2")
-                .render(claim=claim, evidence=evidence)
-                .strip(),
-            },
-        ]
-        correction = self.env.get_template("reword_correction.j2")
-        return self.ask(
-            messages,
-            ids,
-            f"rewording {claim.id}",
-            recorder,
+        render = self.templates.render
+
+        def schema(bounds: bool) -> dict[str, Any]:
+            cited: dict[str, Any] = {"type": "array", "items": {"type": "string", "enum": list(ids)}}
+            if bounds:
+                cited["minItems"] = 1
+            return {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["wording", "condition", "cited"],
+                "properties": {
+                    "wording": {"type": "string"},
+                    "condition": {"type": "string"},
+                    "cited": cited,
+                },
+            }
+
+        question = Question(
+            messages=[
+                {"role": "system", "content": render("reword_system.j2")},
+                {"role": "user", "content": render("reword_user.j2", claim=claim, evidence=evidence)},
+            ],
+            schema_name="claim_rewording",
+            schema=schema,
+            max_tokens=300 + 16 * len(ids),
             parse=lambda text: parse_proposal(text, claim.text, ids),
-            correction=lambda problem: correction.render(problem=problem, ids=ids).strip(),
+            correction=lambda problem: render("reword_correction.j2", problem=problem, ids=ids),
         )
+        return self.transport.ask(question, f"rewording {claim.id}", recorder)
 
 
 def confirmed_relaxes(session: Session, claim_ids: list[str] | None = None) -> dict[str, list[Confirmed]]:

@@ -1,6 +1,6 @@
-"""Recording LLM exchanges: each request a judge makes becomes one `llm_exchanges` row.
+"""Recording LLM exchanges: each request a model is sent becomes one `llm_exchanges` row.
 
-The recorder also keeps the run's totals (calls, tokens) so the runner can report them and keep to
+The recorder also keeps the run's totals (calls, tokens) so a stage can report them and keep to
 its token budget. It is called from worker threads, hence the lock around the counters.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from monitor.judge.base import Exchange
+from monitor.llm.texts import Exchange
 from monitor.store.db import Store
 from monitor.store.models import LLMExchange
 

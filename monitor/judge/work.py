@@ -1,0 +1,172 @@
+"""The judge's work: pending (paper version, claim) pairs, grouped into calls, and what a run did.
+
+A pair is pending when its candidate row is for the paper's latest version, its claim is active, its
+LLM screen (if any) kept it, and no assessment exists under its cache key (see `cache_key`). Parked
+pairs are left out unless forced.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from sqlalchemy import select
+
+from monitor.judge.base import LABELS, Judge
+from monitor.judge.prompts import JudgePrompts
+from monitor.llm.cost import estimate_tokens
+from monitor.llm.texts import ClaimText, PaperText
+from monitor.store.candidates import candidate_pairs
+from monitor.store.db import Store
+from monitor.store.failures import parked_keys
+from monitor.store.models import Assessment, Candidate, Claim, Paper
+
+# Rough size of one claim's answer, for estimates before anything is called.
+COMPLETION_TOKENS_PER_CLAIM = 120
+
+
+def cache_key(
+    arxiv_id: str, version: int, claim_text: str, judge: str, model: str, prompt_version: str
+) -> str:
+    """The identity of one judgement: the same inputs are never judged twice (unless forced)."""
+    payload = json.dumps([arxiv_id, version, claim_text, judge, model, prompt_version], ensure_ascii=False)
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _text_hash(text: str) -> str:
+    try:
+        from monitor.claims.ids import text_hash
+    except ImportError:  # the claims stage defines the canonical hash; plain sha256 until then
+        return hashlib.sha256(text.encode()).hexdigest()
+    return text_hash(text)
+
+
+@dataclass
+class Pair:
+    """One pending (paper version, claim) pair and its cache key."""
+
+    claim: ClaimText
+    cache_key: str
+    claim_text_hash: str
+
+
+@dataclass
+class WorkUnit:
+    """One call's worth of work: a paper and up to claims_per_call of its pending claims."""
+
+    paper: PaperText
+    pairs: list[Pair]
+    estimated_tokens: int = 0
+
+    @property
+    def claims(self) -> list[ClaimText]:
+        return [p.claim for p in self.pairs]
+
+
+@dataclass
+class JudgeSummary:
+    """What a judge run did (or, for a dry run, would do) and what it cost."""
+
+    judge: str
+    model: str
+    prompt_version: str
+    dry_run: bool = False
+    pending: int = 0
+    papers: int = 0
+    judged: int = 0
+    labels: dict[str, int] = field(default_factory=lambda: dict.fromkeys(LABELS, 0))
+    ungrounded: int = 0
+    errors: int = 0
+    skipped: int = 0  # written meanwhile by a concurrent run
+    not_attempted: int = 0  # left pending because the token budget ran out
+    calls: int = 0
+    failed_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_estimate: float = 0.0
+    budget_exhausted: bool = False
+    judge_unavailable: bool = False  # the server refused us outright; the rest was not attempted
+    unavailable_reason: str = ""  # why, for the caller's error message
+    parked: int = 0  # pairs not asked because earlier runs failed on them too often
+    newly_parked: int = 0  # pairs this run failed on once too often
+    batches_submitted: int = 0  # --batch only
+    batches_waiting: int = 0
+    batches_collected: int = 0
+    error_messages: list[str] = field(default_factory=list)
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["tokens"] = self.tokens
+        data["cost_estimate"] = round(self.cost_estimate, 6)
+        return data
+
+
+def pending_units(
+    store: Store,
+    judge: Judge,
+    force: bool = False,
+    claim_ids: list[str] | None = None,
+    since: dt.date | None = None,
+    retry_parked: bool = False,
+    summary: JudgeSummary | None = None,
+) -> list[WorkUnit]:
+    """The work a run would do, grouped by paper version and chunked by the judge's claims_per_call.
+
+    Parked pairs are left out unless `force` or `retry_parked`; `summary.parked` counts them.
+    """
+    # Pairs an LLM screen has not kept (pending or dropped) are not the judge's.
+    query = candidate_pairs(Claim.date_text, Paper.published)
+    query = query.where(Candidate.screen.is_(None) | (Candidate.screen == "kept"))
+    if claim_ids:
+        query = query.where(Claim.id.in_(claim_ids))
+    if since:
+        query = query.where(Paper.published >= since)
+    with store.session() as session:
+        rows = session.execute(query).all()
+        done: set[str] = set()
+        if not force and rows:
+            done_query = select(Assessment.cache_key).where(
+                Assessment.judge == judge.name,
+                Assessment.model == judge.model,
+                Assessment.prompt_version == judge.prompt_version,
+            )
+            if claim_ids:
+                done_query = done_query.where(Assessment.claim_id.in_(claim_ids))
+            done = set(session.scalars(done_query))
+        parked = parked_keys(session) if rows and not (force or retry_parked) else set()
+    per_call = max(1, judge.claims_per_call)
+    units: list[WorkUnit] = []
+    current: WorkUnit | None = None
+    for arxiv_id, version, claim_id, text, date_text, published, title, abstract in rows:
+        key = cache_key(arxiv_id, version, text, judge.name, judge.model, judge.prompt_version)
+        if key in done:
+            continue
+        if key in parked:
+            if summary is not None:
+                summary.parked += 1
+            continue
+        pair = Pair(ClaimText(id=claim_id, text=text, date_text=date_text), key, _text_hash(text))
+        same_paper = current is not None and (current.paper.arxiv_id, current.paper.version) == (
+            arxiv_id,
+            version,
+        )
+        if not same_paper or len(current.pairs) >= per_call:  # type: ignore[union-attr]
+            day = published.isoformat() if published else None
+            current = WorkUnit(PaperText(arxiv_id, version, title or "", abstract or "", day), [])
+            units.append(current)
+        current.pairs.append(pair)  # type: ignore[union-attr]
+    return units
+
+
+def estimate_units(units: list[WorkUnit], prompts: JudgePrompts) -> None:
+    system = estimate_tokens(prompts.system())
+    for unit in units:
+        user = estimate_tokens(prompts.user(unit.paper, unit.claims))
+        unit.estimated_tokens = system + user + COMPLETION_TOKENS_PER_CLAIM * len(unit.pairs)

@@ -1,0 +1,37 @@
+"""Token estimates before anything is called, and what tokens cost at the configured rates."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from monitor.config import Settings
+
+U = TypeVar("U")
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens in `text` by the usual four-characters-a-token rule (no tokenizer download needed)."""
+    return math.ceil(len(text) / 4)
+
+
+def token_cost(settings: Settings, prompt_tokens: int, completion_tokens: int, batch: bool = False) -> float:
+    """USD for these tokens at the configured per-token rates (judge.price_*); the Batch API costs half."""
+    cfg = settings.judge
+    cost = (
+        prompt_tokens * cfg.price_input_per_million + completion_tokens * cfg.price_output_per_million
+    ) / 1e6
+    return cost / 2 if batch else cost
+
+
+def within_budget(units: Sequence[U], tokens: Callable[[U], int], budget: int | None) -> tuple[list[U], bool]:
+    """The leading units whose estimated tokens fit `budget`, and whether any had to be left out."""
+    chosen: list[U] = []
+    planned = 0
+    for unit in units:
+        if budget is not None and planned + tokens(unit) > budget:
+            return chosen, True
+        planned += tokens(unit)
+        chosen.append(unit)
+    return chosen, False
