@@ -1,0 +1,140 @@
+"""The LLM screen through the Batch API (relevance.screen_batch) against the scripted server's batch
+endpoints: submit, nothing submitted twice, collect on a later run, failures stay pending, batch prices."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from llm_server import Reply, ScriptedLLM, completion
+from sqlalchemy import select
+from test_relevance import CALIBRATION, RELEVANT, SPARSITY, add_claim, add_papers
+from test_relevance_screen import CALIBRATION_PAPER, SECRET, asked, keep_if, screen_settings, screen_states
+
+from monitor.config import Settings
+from monitor.judge.work import pending_units
+from monitor.llm.batch import open_batches
+from monitor.relevance import select_candidates
+from monitor.relevance.screen import estimate_screen, load_screen_prompts
+from monitor.store.models import JudgeBatch, LLMExchange
+
+
+@pytest.fixture
+def llm() -> Iterator[ScriptedLLM]:
+    with ScriptedLLM() as server:
+        yield server
+
+
+def batch_settings(llm: ScriptedLLM) -> Settings:
+    settings = screen_settings(llm)
+    settings.relevance.screen_batch = True
+    return settings
+
+
+class _Judge:
+    name, model, prompt_version, claims_per_call = "local", "m", "v", 4
+
+
+def judge_pairs(store) -> set[tuple[str, str]]:
+    return {(u.paper.arxiv_id, p.claim.id) for u in pending_units(store, _Judge()) for p in u.pairs}  # type: ignore[arg-type]
+
+
+def test_submit_wait_collect_on_a_later_run(store, llm: ScriptedLLM) -> None:
+    sparsity = add_claim(store, SPARSITY)
+    calibration = add_claim(store, CALIBRATION)
+    relevant, calib_paper = add_papers(store, [RELEVANT, CALIBRATION_PAPER])
+    llm.default = keep_if(
+        lambda cid, abstract: (cid == sparsity and "subnetwork" in abstract)
+        or (cid == calibration and "Brier" in abstract)
+    )
+    settings = batch_settings(llm)
+
+    first = select_candidates(store, settings).screen
+    assert first is not None and (first["batches_submitted"], first["batches_waiting"]) == (1, 1)
+    assert first["pending_left"] == 4 and llm.chat_requests() == []  # nothing asked live
+    uploaded = [json.loads(line) for line in llm.batches.files["file-1"].decode().splitlines()]
+    assert len(uploaded) == 2 and {u["url"] for u in uploaded} == {"/v1/chat/completions"}
+    assert uploaded[0]["body"]["response_format"]["json_schema"]["name"] == "relevant_claims"
+    assert judge_pairs(store) == set()  # pending pairs are not the judge's yet
+    with store.session() as s:
+        row = s.scalars(select(JudgeBatch)).one()
+    assert row.prompt_version == "screen:" + load_screen_prompts().version and row.pairs == 4
+    assert open_batches(store, "judge") == []  # `monitor judge --batch` leaves it alone
+
+    # A rerun before the batch finishes submits nothing again.
+    waiting = select_candidates(store, settings).screen
+    assert waiting is not None and (waiting["batches_submitted"], waiting["batches_waiting"]) == (0, 1)
+    assert len(llm.batches.batches) == 1
+
+    llm.batches.ready = True
+    done = select_candidates(store, settings).screen
+    assert done is not None and (done["batches_collected"], done["kept"], done["dropped"]) == (1, 2, 2)
+    assert (done["pending_left"], done["papers"], done["calls"], done["batches_submitted"]) == (0, 2, 2, 0)
+    states = screen_states(store)
+    assert states[(relevant, sparsity)] == "kept" and states[(calib_paper, calibration)] == "kept"
+    assert judge_pairs(store) == {(relevant, sparsity), (calib_paper, calibration)}
+    with store.session() as s:
+        exchanges = list(s.scalars(select(LLMExchange)))
+        assert s.scalars(select(JudgeBatch)).one().status == "collected"
+    assert {(e.provider, e.response_format) for e in exchanges} == {("openai-screen", "batch")}
+    assert {e.prompt_version for e in exchanges} == {load_screen_prompts().version}
+    assert all(SECRET not in json.dumps(e.request) for e in exchanges)
+    assert llm.chat_requests() == []
+
+    after = select_candidates(store, settings).screen
+    assert after is not None and (after["batches_submitted"], after["batches_collected"]) == (0, 0)
+
+
+def test_failed_answers_stay_pending_and_go_into_the_next_batch(store, llm: ScriptedLLM) -> None:
+    sparsity = add_claim(store, SPARSITY)
+    relevant, calib_paper = add_papers(store, [RELEVANT, CALIBRATION_PAPER])
+
+    def half_bad(request: Any) -> Reply:
+        ids, user = asked(request)
+        if "Brier" in user:
+            return Reply(body=completion(json.dumps({"relevant": ["c-not-asked"]})))
+        return Reply(body=completion(json.dumps({"relevant": ids})))
+
+    llm.default, llm.batches.ready = half_bad, True
+    settings = batch_settings(llm)
+    select_candidates(store, settings)  # submits
+    collected = select_candidates(store, settings).screen  # collects one good, one invalid; resubmits it
+    assert collected is not None and (collected["kept"], collected["failed_papers"]) == (1, 1)
+    assert "invalid answer" in collected["errors"][0] and collected["batches_submitted"] == 1
+    assert screen_states(store)[(calib_paper, sparsity)] == "pending"
+    resubmitted = [json.loads(line) for line in llm.batches.files["file-3"].decode().splitlines()]
+    assert len(resubmitted) == 1 and "Brier" in resubmitted[0]["body"]["messages"][1]["content"]
+
+    llm.default = keep_if(lambda cid, abstract: False)
+    last = select_candidates(store, settings).screen
+    assert last is not None and (last["dropped"], last["pending_left"]) == (1, 0)
+    assert screen_states(store)[(relevant, sparsity)] == "kept"
+
+
+def test_an_expired_batch_leaves_its_pairs_pending(store, llm: ScriptedLLM) -> None:
+    sparsity = add_claim(store, SPARSITY)
+    (paper,) = add_papers(store, [RELEVANT])
+    llm.batches.ready, llm.batches.final_status = True, "expired"
+    settings = batch_settings(llm)
+    select_candidates(store, settings)
+    expired = select_candidates(store, settings).screen
+    assert expired is not None and expired["failed_papers"] == 1 and "expired" in expired["errors"][0]
+    assert screen_states(store)[(paper, sparsity)] == "pending"
+    llm.batches.final_status, llm.default = "completed", keep_if(lambda cid, abstract: True)
+    assert select_candidates(store, settings).screen["kept"] == 1  # type: ignore[index]
+
+
+def test_dry_run_prices_the_screen_at_batch_rates(store, llm: ScriptedLLM) -> None:
+    add_claim(store, SPARSITY)
+    add_papers(store, [RELEVANT, CALIBRATION_PAPER])
+    live = screen_settings(llm)
+    select_candidates(store, live, screen=False)  # the first cut only: pairs pending, nothing called
+    batch = batch_settings(llm)
+    for settings in (live, batch):  # a dollar a token, so the rounded estimates compare exactly
+        settings.judge.price_input_per_million = settings.judge.price_output_per_million = 1e6
+    at_live, at_batch = estimate_screen(store, live), estimate_screen(store, batch)
+    assert at_live["calls"] == at_batch["calls"] == 2 and llm.requests == []
+    tokens = int(at_live["prompt_tokens"]) + int(at_live["completion_tokens"])  # type: ignore[call-overload]
+    assert at_live["cost_estimate"] == tokens and at_batch["cost_estimate"] == pytest.approx(tokens / 2)
