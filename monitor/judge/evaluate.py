@@ -330,8 +330,12 @@ def label_counts(pairs: list[Pair]) -> Counter[str]:
 
 def print_report(console: Any, report: EvalReport) -> None:
     """Rich tables: the headline scores, per-class precision / recall / F1, and the confusion matrix."""
-    from rich.table import Table
+    _print_headline(console, report)
+    _print_tables(console, report.strict)
+    _print_operating_point(console, report)
 
+
+def _print_headline(console: Any, report: EvalReport) -> None:
     strict = report.strict
     head = f"{report.pairs_file}: {strict.n} pairs, judge {report.judge} ({report.model})"
     console.print(head, highlight=False, soft_wrap=True)
@@ -350,6 +354,10 @@ def print_report(console: Any, report: EvalReport) -> None:
             markup=False,
         )
 
+
+def _print_tables(console: Any, strict: Scores) -> None:
+    from rich.table import Table
+
     per_class = Table(title="per class")
     for column in ("label", "precision", "recall", "F1", "support"):
         per_class.add_column(column, justify="left" if column == "label" else "right")
@@ -365,6 +373,10 @@ def print_report(console: Any, report: EvalReport) -> None:
     for gold in shown:
         confusion.add_row(gold, *(str(strict.confusion[gold][p]) for p in shown))
     console.print(confusion)
+
+
+def _print_operating_point(console: Any, report: EvalReport) -> None:
+    from rich.table import Table
 
     point = operating_point(report.predictions)
     if point.abstain_share:
