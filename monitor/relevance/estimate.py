@@ -85,44 +85,42 @@ def _chosen(
         yield from sorted(by_paper.items())
 
 
-def _judge_cost(
-    settings: Settings,
-    papers: Sequence[PaperDoc],
-    claims: Sequence[ClaimText],
-    chosen: list[tuple[int, list[int]]],
-) -> tuple[int, int, int]:
-    """Calls, prompt and completion tokens of judging the chosen pairs (judge.claims_per_call a call)."""
-    per_call = max(1, settings.judge.claims_per_call)
-    units = []
+Chosen = list[tuple[int, list[int]]]
+
+
+def _calls(
+    papers: Sequence[PaperDoc], claims: Sequence[ClaimText], chosen: Chosen, per_call: int
+) -> Iterator[tuple[PaperText, list[ClaimText]]]:
+    """Each call's paper and claims: a paper's chosen claims, per_call at a time."""
     for p, rows in chosen:
         doc = papers[p]
         paper = PaperText(doc.arxiv_id, doc.version, doc.title, doc.abstract)
-        for start in range(0, len(rows), per_call):
-            units.append(WorkUnit(paper, [Pair(claims[c], "", "") for c in rows[start : start + per_call]]))
+        for start in range(0, len(rows), max(1, per_call)):
+            yield paper, [claims[c] for c in rows[start : start + max(1, per_call)]]
+
+
+def _judge_cost(
+    settings: Settings, papers: Sequence[PaperDoc], claims: Sequence[ClaimText], chosen: Chosen
+) -> tuple[int, int, int]:
+    """Calls, prompt and completion tokens of judging the chosen pairs (judge.claims_per_call a call)."""
+    calls = _calls(papers, claims, chosen, settings.judge.claims_per_call)
+    units = [WorkUnit(paper, [Pair(c, "", "") for c in part]) for paper, part in calls]
     estimate_units(units, load_prompts(settings.judge.prompts_dir))
     completion = sum(COMPLETION_TOKENS_PER_CLAIM * len(u.pairs) for u in units)
     return len(units), sum(u.estimated_tokens for u in units) - completion, completion
 
 
 def _screen_cost(
-    settings: Settings,
-    papers: Sequence[PaperDoc],
-    claims: Sequence[ClaimText],
-    chosen: list[tuple[int, list[int]]],
+    settings: Settings, papers: Sequence[PaperDoc], claims: Sequence[ClaimText], chosen: Chosen
 ) -> tuple[int, int, int]:
     """Calls and tokens of screening the chosen pairs, relevance.screen_claims_per_call a call."""
     prompts = load_screen_prompts(settings.judge.prompts_dir)
-    per_call = settings.relevance.screen_claims_per_call
     calls = prompt = completion = 0
-    for p, rows in chosen:
-        doc = papers[p]
-        paper = PaperText(doc.arxiv_id, doc.version, doc.title, doc.abstract)
-        for start in range(0, len(rows), per_call):
-            part = [claims[c] for c in rows[start : start + per_call]]
-            calls += 1
-            prompt += estimate_tokens("\n".join(m["content"] for m in prompts.messages(paper, part)))
-            # As estimate_screen budgets an answer: a short list of ids, four tokens a claim asked.
-            completion += 8 + 4 * len(part)
+    for paper, part in _calls(papers, claims, chosen, settings.relevance.screen_claims_per_call):
+        calls += 1
+        prompt += estimate_tokens("\n".join(m["content"] for m in prompts.messages(paper, part)))
+        # As estimate_screen budgets an answer: a short list of ids, four tokens a claim asked.
+        completion += 8 + 4 * len(part)
     return calls, prompt, completion
 
 
