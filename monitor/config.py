@@ -116,6 +116,20 @@ class RelevanceSettings(Section):
     # collects finished screen batches and submits the pending pairs no open batch carries.
     screen_batch: bool = False
 
+    def resolved(self, judge_provider: str) -> RelevanceSettings:
+        """The settings in force for this judge: with an LLM judge, what the user left unset follows
+        LLM_JUDGE_RELEVANCE (a wider cut, docs/relevance.md); an explicit value always wins."""
+        if judge_provider != "openai" or self.screen == "llm":
+            return self  # a screen keeps its own first cut (screen_share, the hybrid)
+        update = {k: v for k, v in LLM_JUDGE_RELEVANCE.items() if k not in self.model_fields_set}
+        return self.model_copy(update=update) if update else self
+
+
+# Relevance defaults under an LLM judge. The embedded judge keeps the 2% budget it was sized for; an
+# LLM judge is worth a wider cut, and at 10% plain BM25 finds as much as the hybrid without an
+# embedding model (docs/relevance.md, bench/relevance_bench.py --settings).
+LLM_JUDGE_RELEVANCE: dict[str, object] = {"share": 0.10, "method": "bm25"}
+
 
 class JudgeSettings(Section):
     """The stance judge: the embedded model (local) or any OpenAI-compatible server (openai)."""
@@ -256,6 +270,10 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # init kwargs carry the parsed TOML file (see load_settings), so env overrides it.
         return (env_settings, init_settings)
+
+    def relevance_in_force(self) -> RelevanceSettings:
+        """relevance as the judge in force resolves it (RelevanceSettings.resolved)."""
+        return self.relevance.resolved(self.judge.resolved_provider())
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

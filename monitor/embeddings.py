@@ -184,12 +184,13 @@ def load_cached(store: Store, keys: list[str], model: str, dim: int) -> dict[str
 
 
 def cached_embeddings(
-    store: Store, keys_texts: dict[str, str], embedder: Embedder | None = None
+    store: Store, keys_texts: dict[str, str], embedder: Embedder | None = None, keep: bool = True
 ) -> dict[str, np.ndarray]:
     """Vectors for every key, embedding (and storing) only those not in the `embeddings` table yet.
 
     Keys name what was embedded, e.g. "paper:2504.07912v1" or "claim:<id>:<text hash>", so a text is
-    embedded once per model however many runs ask for it.
+    embedded once per model however many runs ask for it. `keep=False` stores nothing (an estimate
+    that must not write).
     """
     embedder = embedder or get_embedder()
     vectors = load_cached(store, list(keys_texts), embedder.name, embedder.dim)
@@ -198,6 +199,9 @@ def cached_embeddings(
         return vectors
     fresh = embedder.embed([keys_texts[key] for key in missing])
     new = {key: fresh[i] for i, key in enumerate(missing)}
+    if not keep:
+        vectors.update(new)
+        return vectors
     try:
         with store.session() as session:
             session.add_all(

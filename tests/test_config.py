@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from monitor.config import OTHER_VARIABLES, Settings, load_settings
+from monitor.config import LLM_JUDGE_RELEVANCE, OTHER_VARIABLES, Settings, load_settings
 from monitor.errors import ConfigError
 
 
@@ -105,3 +105,40 @@ def test_arxiv_delay_below_three_seconds_is_refused_unless_the_test_floor_is_set
         load_settings(config)
     monkeypatch.setenv("MONITOR_ARXIV_MIN_DELAY", "0")  # the test-only variable lowers the floor
     assert load_settings(config).arxiv.delay_seconds == 1.0
+
+
+def test_relevance_cut_follows_the_judge(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name in (
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "MONITOR_JUDGE__BASE_URL",
+        "MONITOR_RELEVANCE__SHARE",
+        "MONITOR_JUDGE__PROVIDER",
+        "MONITOR_RELEVANCE__SCREEN",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    # The embedded judge keeps the 2% budget; an LLM judge gets the wider measured cut.
+    assert load_settings().relevance_in_force().share == 0.02
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    llm = load_settings()
+    assert llm.judge.resolved_provider() == "openai"
+    assert llm.relevance_in_force().share == LLM_JUDGE_RELEVANCE["share"] == 0.10
+    assert llm.relevance_in_force().method == "bm25"  # as good as the hybrid at 10%, no embedding model
+    assert llm.relevance.share == 0.02  # the raw setting is untouched; only what is in force differs
+    # An explicit share wins, whether from the file, the environment or code.
+    (tmp_path / "monitor.toml").write_text("[relevance]\nshare = 0.02\n")
+    assert load_settings().relevance_in_force().share == 0.02
+    (tmp_path / "monitor.toml").unlink()
+    monkeypatch.setenv("MONITOR_RELEVANCE__SHARE", "0.05")
+    assert load_settings().relevance_in_force().share == 0.05
+    monkeypatch.delenv("MONITOR_RELEVANCE__SHARE")
+    coded = load_settings()
+    coded.relevance.share = 0.03
+    assert coded.relevance_in_force().share == 0.03
+    # A screen keeps its own first cut; a judge forced local keeps 2% even with a base URL configured.
+    monkeypatch.setenv("MONITOR_RELEVANCE__SCREEN", "llm")
+    assert load_settings().relevance_in_force() == load_settings().relevance
+    monkeypatch.delenv("MONITOR_RELEVANCE__SCREEN")
+    monkeypatch.setenv("MONITOR_JUDGE__PROVIDER", "local")
+    assert load_settings().relevance_in_force().share == 0.02

@@ -37,8 +37,8 @@ def reference_papers(path: Path = REFERENCE_PAPERS) -> tuple[tuple[PaperDoc, ...
     return papers, tuple(tokenize([paper_text(p.title, p.abstract) for p in papers]))
 
 
-# Learned cuts by (settings, claim query): a weekly replay asks for the same ones every period.
-_learned: dict[tuple[str, str], float] = {}
+# Learned cuts by (settings, share, claim query): a weekly replay asks for the same ones every period.
+_learned: dict[tuple[str, float, str], float] = {}
 
 
 def claim_cuts(
@@ -50,7 +50,8 @@ def claim_cuts(
         return np.full(len(rows), fixed, dtype=np.float32)
     # The hybrid gate depends on the whole claim set, so the set is part of the key.
     setup = scorer.settings.model_dump_json() + "\n" + "\n".join(sorted(scorer.queries))
-    keys = [(setup, scorer.queries[i]) for i in rows]
+    # The share is part of the key: it need not be the settings' own (the screen's first cut, an estimate).
+    keys = [(setup, share, scorer.queries[i]) for i in rows]
     missing = [i for i, key in enumerate(keys) if key not in _learned]
     if missing:
         papers, tokens = reference_papers()

@@ -108,15 +108,30 @@ def _advance_marks(session: Session, claims: Sequence[ClaimQuery], marks: dict[s
         row.updated_at = utcnow()
 
 
+def batch_ceiling(cfg: RelevanceSettings, share: float) -> float:
+    """The most of one batch a claim may take: max_share, or twice the share when that is wider.
+
+    The ceiling guards against floods; a wider cut (an LLM judge's, a screen's first cut) widens it.
+    """
+    return max(cfg.max_share, min(1.0, 2 * share))
+
+
 def paper_docs(rows: Sequence[PaperVersion]) -> list[PaperDoc]:
     return [PaperDoc(r.id, r.arxiv_id, r.version, r.title, r.abstract) for r in rows]
 
 
 def make_scorer(
-    store: Store, settings: Settings, claims: Sequence[ClaimQuery], relevance: RelevanceSettings | None = None
+    store: Store,
+    settings: Settings,
+    claims: Sequence[ClaimQuery],
+    relevance: RelevanceSettings | None = None,
+    keep_embeddings: bool = True,
 ) -> RelevanceScorer:
-    """The configured scorer; `relevance` overrides settings.relevance (the screen's wider first cut)."""
-    relevance = relevance or settings.relevance
+    """The configured scorer; `relevance` overrides the settings in force (the screen's wider first cut).
+
+    `keep_embeddings=False`: new title and query vectors are not cached in the store (a dry run).
+    """
+    relevance = relevance or settings.relevance_in_force()
     if relevance.method == "bm25":
         return RelevanceScorer(relevance, claims)
     from monitor.embeddings import cached_embeddings, get_embedder
@@ -124,13 +139,15 @@ def make_scorer(
     embedder = get_embedder()
 
     def title_vectors(papers: Sequence[PaperDoc]) -> np.ndarray:
-        found = cached_embeddings(store, {p.embedding_key: p.title for p in papers}, embedder)
+        found = cached_embeddings(
+            store, {p.embedding_key: p.title for p in papers}, embedder, keep_embeddings
+        )
         return np.stack([found[p.embedding_key] for p in papers])
 
     def query_vectors(texts: Sequence[str]) -> np.ndarray:
         # Cached too: a weekly replay builds a scorer per period and the queries rarely change.
         keys = [f"query:{hashlib.sha256(t.encode('utf-8')).hexdigest()[:40]}" for t in texts]
-        found = cached_embeddings(store, dict(zip(keys, texts, strict=True)), embedder)
+        found = cached_embeddings(store, dict(zip(keys, texts, strict=True)), embedder, keep_embeddings)
         return np.stack([found[k] for k in keys])
 
     return RelevanceScorer(relevance, claims, title_vectors, query_vectors)
@@ -150,13 +167,12 @@ def select_candidates(
     is False (a dry run, which must call nothing).
     """
     began = time.monotonic()
-    cfg = settings.relevance
+    cfg = settings.relevance_in_force()
     screening = cfg.screen == "llm"
     summary = RelevanceSummary(method=cfg.method + ("+llm-screen" if screening else ""))
-    # With a screen, the first stage keeps a wider cut and the LLM narrows it (screen.py). Its
-    # per-batch ceiling guards against floods, so it widens with the cut.
+    # With a screen, the first stage keeps a wider cut and the LLM narrows it (screen.py).
     share = cfg.screen_share if screening else cfg.share
-    max_share = max(cfg.max_share, min(1.0, 2 * cfg.screen_share)) if screening else cfg.max_share
+    max_share = batch_ceiling(cfg, share)
     with store.session() as session:
         active = load_claim_queries(session)
         wanted = set(claim_ids) if claim_ids is not None else None
