@@ -17,7 +17,7 @@ labelled pair the stage missed: how far the bar is, not only whether it is met.
 
 `--settings` instead prints, for each relevance setting (hybrid and plain BM25 at 2/5/10/20% and the
 LLM screen's 20% first cut), the recall of the pairs that bear on a claim and what a week of 6,000
-papers with the seeds' claims would cost an LLM judge (monitor.relevance.estimate.alternatives on a
+papers with the seeds' claims would cost an LLM judge (monitor.judge.estimate.alternatives on a
 random 6,000 corpus papers). Recall is measured on
 - domain_dev.jsonl's non-UNRELATED pairs (the set the hybrid was tuned on), and
 - the teacher set's real claims (seeds' and other dated claims), which no relevance setting was tuned
@@ -47,8 +47,8 @@ from sqlalchemy import delete, func, select
 from monitor.claims.ids import claim_id
 from monitor.claims.importer import import_claims
 from monitor.config import Settings
+from monitor.judge.estimate import alternatives
 from monitor.relevance import select_candidates
-from monitor.relevance.estimate import alternatives
 from monitor.relevance.reference import claim_cuts, reference_papers
 from monitor.relevance.scoring import PaperDoc
 from monitor.relevance.select import load_claim_queries, make_scorer

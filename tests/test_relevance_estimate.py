@@ -1,4 +1,4 @@
-"""monitor.relevance.estimate: what each relevance setting would cost an LLM, computed without writing."""
+"""monitor.judge.estimate: what each relevance setting would cost an LLM, computed without writing."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import math
 
 from sqlalchemy import func, select
 
+from monitor.judge.estimate import alternatives
 from monitor.relevance import select_candidates
-from monitor.relevance.estimate import alternatives
 from monitor.store.models import Candidate, Embedding, RelevanceMark
 from tests.test_relevance import (
     CALIBRATION,

@@ -13,7 +13,7 @@ that embedding whole abstracts (or the claim's line) does not lift recall at 2%,
 With `relevance.screen = "llm"` the stage has two steps: the cut above at the wider `screen_share`,
 then an LLM screen (`screen.py`) that keeps the pairs whose paper the model says bears on the claim.
 With an LLM judge the defaults widen to 10% with plain BM25 (`RelevanceSettings.resolved`);
-`estimate.py` prices each setting for `monitor judge --dry-run` (docs/relevance.md).
+`monitor/judge/estimate.py` prices each setting for `monitor judge --dry-run` (docs/relevance.md).
 """
 
 from monitor.relevance.select import RelevanceSummary, select_candidates

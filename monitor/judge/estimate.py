@@ -1,5 +1,8 @@
 """What each relevance setting would send to an LLM: `monitor judge --dry-run`'s table of alternatives.
 
+It lives with the judge, not in relevance, because it prices the judge's calls (imports go one way:
+the judge reads relevance, never the reverse).
+
 For the store's papers (each paper's latest version) and its active claims, every alternative is
 scored the way `select_candidates` scores (learned per-claim cuts, the per-batch ceiling), and the
 pairs it would select are grouped into calls and priced with the judge's own estimates
@@ -17,16 +20,10 @@ import numpy as np
 from sqlalchemy import select
 
 from monitor.config import RelevanceSettings, Settings
-from monitor.judge.base import ClaimText, PaperText
 from monitor.judge.prompts import load_prompts
-from monitor.judge.runner import (
-    COMPLETION_TOKENS_PER_CLAIM,
-    Pair,
-    WorkUnit,
-    estimate_tokens,
-    estimate_units,
-    token_cost,
-)
+from monitor.judge.work import COMPLETION_TOKENS_PER_CLAIM, Pair, WorkUnit, estimate_units
+from monitor.llm.cost import estimate_tokens, token_cost
+from monitor.llm.texts import ClaimText, PaperText
 from monitor.relevance.reference import claim_cuts
 from monitor.relevance.scoring import PaperDoc, select_pairs
 from monitor.relevance.screen import load_screen_prompts
