@@ -1,10 +1,12 @@
-"""`monitor run`: one pass of the whole pipeline under the run lock, recorded in `runs`.
+"""One pipeline: the steps `monitor run`, `retest`, `replay` and `judge` take, and `run_once` (monitor run).
 
 claims -> fetch -> relevance -> judge -> verdicts -> report -> email. Every stage commits its own
 work in small transactions and skips what is already done (fetch marks, relevance marks, assessment
 cache keys, one digest per period, `sent_at`), so a run killed anywhere is finished by the next one
-without losing or doubling anything. Between steps the pipeline checks the stop flag (SIGTERM/SIGINT)
-and whether the lock is still ours.
+without losing or doubling anything. `Steps` runs each step with its test pause points, a progress save,
+and the stop (SIGTERM/SIGINT) and lock checks; `assess` is the relevance-then-judge middle every command
+shares; `judge_step` is the one budget-and-stop policy. The commands differ only in which steps they
+take and for which claims or period (retest.py, replay.py, judging.py).
 """
 
 from __future__ import annotations
@@ -71,17 +73,26 @@ class RunOutcome:
 
 
 class Steps:
-    """Runs named steps in order: pause hooks, stop checks and progress saves around each."""
+    """Runs named steps in order: pause hooks, stop checks and progress saves around each.
 
-    def __init__(self, store: Store, run: RunRecord, stop: StopFlag, lock: RunLock | None) -> None:
+    `run` is None where a command records no run (the relevance part of `monitor judge`).
+    """
+
+    def __init__(
+        self, store: Store, run: RunRecord | None, stop: StopFlag, lock: RunLock | None = None
+    ) -> None:
         self.store, self.run, self.stop, self.lock = store, run, stop, lock
 
-    def __call__(self, name: str, work: Callable[[], Any]) -> Any:
+    def __call__(self, name: str, work: Callable[[], Any], shown: Callable[[Any], None] | None = None) -> Any:
+        """Run `work`; `shown` gets its result before the stop check, so what finished is printed."""
         pause_at(f"{name}:before")
         started = time.monotonic()
         result = work()
-        self.run.counts.setdefault("seconds", {})[name] = round(time.monotonic() - started, 2)
-        save_progress(self.store, self.run)
+        if self.run is not None:
+            self.run.counts.setdefault("seconds", {})[name] = round(time.monotonic() - started, 2)
+            save_progress(self.store, self.run)
+        if shown is not None:
+            shown(result)
         pause_at(f"{name}:after")
         self.check(name)
         return result
@@ -90,6 +101,28 @@ class Steps:
         if self.lock is not None and self.lock.lost:
             raise LockHeld(f"the run lock was taken over by another run during {after}; stopping")
         self.stop.check(after)
+
+
+@dataclass
+class Assess:
+    """Which pairs `assess` picks and judges, and how: what run, retest and replay differ in."""
+
+    again: str  # the command that goes on after a stop or a spent budget
+    provider: str | None = None  # local | openai; None: settings.judge.provider
+    claim_ids: list[str] | None = None
+    since: dt.date | None = None
+    force: bool = False
+    retry_parked: bool = False
+    progress: bool = False
+    spent: int = 0  # judge tokens this run spent already (replay judges once per period)
+    judge: Judge | None = None  # made on first need and kept: loading the embedded model takes a while
+
+    def judge_for(self, settings: Settings) -> Judge:
+        from monitor.judge.factory import make_judge
+
+        if self.judge is None:
+            self.judge = make_judge(settings, self.provider)
+        return self.judge
 
 
 def run_once(
@@ -124,36 +157,47 @@ def _pipeline(
     if opts.import_claims:
         step("claims", lambda: sync_claims(store, settings, run))
     if opts.fetch:
-        step("fetch", lambda: _fetch(store, settings, opts, run))
-    step("relevance", lambda: _relevance(store, settings, run, opts.progress))
+        window = {"since": opts.since, "until": opts.until, "progress": opts.progress}
+        step("fetch", lambda: fetch_step(store, settings, run, opts.source, **window))
     # On a spent token budget (BudgetExhausted) or a judge that answered nothing (JudgeError), what
     # was judged is kept and verdicts and the digest wait for a run that can finish judging, so a
     # digest is never frozen on half the evidence.
-    step("judge", lambda: _judge(store, settings, opts.judge, run, opts.progress))
-    step("verdicts", lambda: _verdicts(store, settings, run))
+    assess(step, store, settings, Assess(again="monitor run", provider=opts.judge, progress=opts.progress))
+    step("verdicts", lambda: verdicts_step(store, settings, run))
     if not opts.report:
         return
-    digest = step("report", lambda: _report(store, settings, run))
+    digest = step("report", lambda: report_step(store, settings, run))
     outcome.digest_id = digest.digest_id
     outcome.digest_paths = [str(p) for p in digest.paths.values()]
     email = settings.report.email if opts.email is None else opts.email
     if email:
-        outcome.emailed = step("email", lambda: _email(store, settings, run))
+        outcome.emailed = step("email", lambda: email_step(store, settings, run))
+
+
+def assess(
+    step: Steps, store: Store, settings: Settings, plan: Assess
+) -> tuple[RelevanceSummary, JudgeSummary]:
+    """Relevance, then judging under `judge_step`'s policy, for the claims `plan` names."""
+    from monitor.relevance import select_candidates
+
+    run = step.run
+    assert run is not None  # judging is always recorded
+    picked = step(
+        "relevance",
+        lambda: select_candidates(store, settings, run=run, claim_ids=plan.claim_ids, progress=plan.progress),
+    )
+    which = {"force": plan.force, "claim_ids": plan.claim_ids, "since": plan.since, "progress": plan.progress}
+    judged = step(
+        "judge",
+        lambda: judge_step(
+            store, settings, plan.judge_for(settings), run, plan.again, plan.spent,
+            retry_parked=plan.retry_parked, **which,
+        ),
+    )
+    return picked, judged
 
 
 # --- the steps ----------------------------------------------------------------------------------
-
-
-def prepare_candidates(
-    store: Store, settings: Settings, screen: bool = True, progress: bool = False
-) -> RelevanceSummary:
-    """Bring claims up to date with their files, then pick the pairs to judge (what `monitor judge` does
-    before judging, so `fetch && judge && report` works on a fresh store). `screen=False` leaves new
-    pairs pending before an LLM screen (a dry run calls nothing)."""
-    from monitor.relevance import select_candidates
-
-    sync_claims(store, settings, None)
-    return select_candidates(store, settings, screen=screen, progress=progress)
 
 
 def sync_claims(store: Store, settings: Settings, run: RunRecord | None) -> Any:
@@ -169,24 +213,11 @@ def sync_claims(store: Store, settings: Settings, run: RunRecord | None) -> Any:
     return import_claims(store, settings, run=run)
 
 
-def _fetch(store: Store, settings: Settings, opts: RunOptions, run: RunRecord) -> Any:
+def fetch_step(store: Store, settings: Settings, run: RunRecord, source: str, **window: Any) -> Any:
+    """Fetch from `source`; `window` is since, until and progress."""
     from monitor.sources.ingest import fetch
 
-    window = {"since": opts.since, "until": opts.until}
-    return fetch(store, settings, source=opts.source, run=run, progress=opts.progress, **window)
-
-
-def _relevance(store: Store, settings: Settings, run: RunRecord, progress: bool) -> Any:
-    from monitor.relevance import select_candidates
-
-    return select_candidates(store, settings, run=run, progress=progress)
-
-
-def _judge(store: Store, settings: Settings, provider: str | None, run: RunRecord, progress: bool) -> Any:
-    from monitor.judge.factory import make_judge
-
-    judge = make_judge(settings, provider)
-    return judge_step(store, settings, judge, run, again="monitor run", progress=progress)
+    return fetch(store, settings, source=source, run=run, **window)
 
 
 def judge_step(
@@ -196,6 +227,7 @@ def judge_step(
     run: RunRecord,
     again: str,
     spent: int = 0,
+    shown: Callable[[JudgeSummary], None] | None = None,
     **which: Any,
 ) -> JudgeSummary:
     """Judge what is pending under the one budget-and-stop policy of run, retest, replay and judge.
@@ -204,7 +236,8 @@ def judge_step(
     caller then writes no verdicts or digest, and a rerun resumes where this one stopped.
 
     `spent`: tokens this run already spent judging (replay judges once per period, and the budget is
-    the run's). `which` goes to `judge_pending` (force, claim_ids, since, progress).
+    the run's). `shown` gets the summary before any of that raises. `which` goes to `judge_pending`
+    (force, claim_ids, since, progress, retry_parked).
     """
     from monitor.judge.runner import judge_pending
 
@@ -214,6 +247,8 @@ def judge_step(
         left = settings.judge.model_copy(update={"token_budget": max(0, budget - spent)})
         scoped = settings.model_copy(update={"judge": left})
     summary = judge_pending(store, scoped, judge=judge, run=run, **which)
+    if shown is not None:
+        shown(summary)
     check_judged(summary, settings, again)
     if run.should_stop():  # SIGTERM/SIGINT: the judge started no further call; the rest stays pending
         raise Interrupted(f"stopped while judging; finished work is kept, run `{again}` again to go on")
@@ -237,20 +272,21 @@ def check_judged(summary: JudgeSummary, settings: Settings, again: str) -> None:
         raise JudgeError(f"the judge answered none of {summary.errors} pair(s){first}")
 
 
-def _verdicts(store: Store, settings: Settings, run: RunRecord) -> Any:
+def verdicts_step(store: Store, settings: Settings, run: RunRecord, as_of: dt.date | None = None) -> Any:
     from monitor.verdicts.rollup import compute_verdicts
 
-    return compute_verdicts(store, settings, run=run)
+    return compute_verdicts(store, settings, as_of=as_of, run=run)
 
 
-def _report(store: Store, settings: Settings, run: RunRecord) -> Any:
+def report_step(store: Store, settings: Settings, run: RunRecord, period: Any = None) -> Any:
+    """Write the digest of `period` (default: settings.report.period); never mails it."""
     from monitor.report.digest import write_digest
 
-    # Mail goes out in its own step (see _email), so a crash between writing and sending is caught up.
-    return write_digest(store, settings, period=settings.report.period, run=run, email=False)
+    # Mail goes out in its own step (email_step), so a crash between writing and sending is caught up.
+    return write_digest(store, settings, period=period or settings.report.period, run=run, email=False)
 
 
-def _email(store: Store, settings: Settings, run: RunRecord) -> list[int]:
+def email_step(store: Store, settings: Settings, run: RunRecord) -> list[int]:
     """Send this run's digest and any recent one an earlier, killed run wrote but did not send."""
     from monitor.report.delivery import send_digest
 

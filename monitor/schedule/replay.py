@@ -33,6 +33,15 @@ from sqlalchemy import select
 from monitor.config import Settings
 from monitor.errors import InputError, MonitorError
 from monitor.schedule.lock import RunLock, locked_run
+from monitor.schedule.pipeline import (
+    Assess,
+    Steps,
+    assess,
+    fetch_step,
+    report_step,
+    sync_claims,
+    verdicts_step,
+)
 from monitor.schedule.signals import StopFlag
 from monitor.store.db import Store
 from monitor.store.models import Digest
@@ -194,13 +203,6 @@ def replay(
     on_period: Callable[[PeriodResult], None] | None = None,
 ) -> ReplaySummary:
     """Replay `source` over start..end (see the module docstring). Holds the run lock throughout."""
-    from monitor.judge.factory import make_judge
-    from monitor.relevance import select_candidates
-    from monitor.report.digest import write_digest
-    from monitor.schedule.pipeline import judge_step, sync_claims
-    from monitor.sources.ingest import fetch
-    from monitor.verdicts.rollup import compute_verdicts
-
     periods = replay_periods(start, end, every)
     snapshot = snapshot_path(settings, source)
     stop = stop or StopFlag(again="monitor replay")
@@ -209,38 +211,16 @@ def replay(
     try:
         with locked_run(store, settings, "replay", stop.event, lock) as (run, held, _):
             summary = ReplaySummary(run_id=run.id, source=source, every=every)
+            step = Steps(store, run, stop, held)
             sync_claims(store, settings, run)
-            the_judge = None  # made on first need: loading the embedded model takes a while
-            spent = 0  # judge tokens of earlier periods: the token budget is the whole replay's
+            # One plan for every period: its judge is made once, and its `spent` carries the judge
+            # tokens of earlier periods, as the token budget is the whole replay's.
+            plan = Assess(again="monitor replay", provider=judge)
             parts = split_snapshot(snapshot, periods, workdir)
             for period in periods:
-                stop.check(f"period {summary.periods[-1].key}" if summary.periods else "claims")
-                if held.lost:
-                    raise MonitorError("the run lock was taken over by another run; stopping", exit_code=75)
-                result = PeriodResult(period.key, period.start, period.end)
-                done = _done(store, period.key)
-                if done is not None:
-                    result.skipped, result.digest = True, done
-                else:
-                    t0 = time.monotonic()
-                    part = str(parts[period.key]) if parts else str(snapshot)
-                    fetched = fetch(store, settings, source=part, since=period.start, until=period.end)
-                    result.papers_new = fetched.new
-                    relevance = select_candidates(store, settings)
-                    result.candidates = relevance.candidates_added
-                    if the_judge is None:
-                        the_judge = make_judge(settings, judge)
-                    # A spent budget, a judge that answered nothing or a stop request raises here:
-                    # this period gets no verdicts or digest, so the rerun picks it up again.
-                    judged = judge_step(store, settings, the_judge, run, again="monitor replay", spent=spent)
-                    spent += judged.tokens
-                    result.judged = judged.judged
-                    pause_at(f"replay:{period.key}:before_digest")  # test-only crash point
-                    changes = compute_verdicts(store, settings, as_of=period.end, run=run)
-                    result.verdict_changes = len(changes)
-                    digest = write_digest(store, settings, period=period, run=run, email=False)
-                    result.digest = str(digest.paths.get("md", ""))
-                    result.seconds = round(time.monotonic() - t0, 2)
+                step.check(f"period {summary.periods[-1].key}" if summary.periods else "claims")
+                part = parts[period.key] if parts else snapshot
+                result = _replay_period(step, store, settings, period, part, plan)
                 summary.periods.append(result)
                 run.add("replay", summary.as_dict())
                 save_progress(store, run)
@@ -251,3 +231,29 @@ def replay(
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return summary
+
+
+def _replay_period(
+    step: Steps, store: Store, settings: Settings, period: Any, part: Path, plan: Assess
+) -> PeriodResult:
+    """One period: its papers, then the pipeline's steps with verdicts and digest as of its last day."""
+    result = PeriodResult(period.key, period.start, period.end)
+    done = _done(store, period.key)
+    if done is not None:
+        result.skipped, result.digest = True, done
+        return result
+    run, t0 = step.run, time.monotonic()
+    window = {"since": period.start, "until": period.end}
+    result.papers_new = step("fetch", lambda: fetch_step(store, settings, run, str(part), **window)).new
+    # A spent budget, a judge that answered nothing or a stop request raises in `assess`: this period
+    # gets no verdicts or digest, so the rerun picks it up again.
+    picked, judged = assess(step, store, settings, plan)
+    plan.spent += judged.tokens
+    result.candidates, result.judged = picked.candidates_added, judged.judged
+    pause_at(f"replay:{period.key}:before_digest")  # test-only crash point
+    changes = step("verdicts", lambda: verdicts_step(store, settings, run, as_of=period.end))
+    result.verdict_changes = len(changes)
+    digest = step("report", lambda: report_step(store, settings, run, period=period))
+    result.digest = str(digest.paths.get("md", ""))
+    result.seconds = round(time.monotonic() - t0, 2)
+    return result

@@ -20,10 +20,10 @@ from sqlalchemy import select
 from monitor.config import Settings
 from monitor.errors import InputError
 from monitor.schedule.lock import RunLock, locked_run
+from monitor.schedule.pipeline import Assess, Steps, assess, sync_claims, verdicts_step
 from monitor.schedule.signals import StopFlag
 from monitor.store.db import Store
 from monitor.store.models import Claim, LineClaim
-from monitor.store.runs import save_progress
 
 
 @dataclass
@@ -136,45 +136,39 @@ def retest(
     lock: RunLock | None = None,
 ) -> RetestResult:
     """Re-judge stored papers against claims and report which verdicts changed (module docstring)."""
-    from monitor.judge.factory import make_judge
-    from monitor.relevance import select_candidates
-    from monitor.schedule.pipeline import judge_step, sync_claims
-    from monitor.verdicts.rollup import compute_verdicts, current_verdicts
+    from monitor.verdicts.rollup import current_verdicts
 
     stop = stop or StopFlag(again="monitor retest")
     began = time.monotonic()
-    with locked_run(store, settings, "retest", stop.event, lock) as (run, _, _):
+    with locked_run(store, settings, "retest", stop.event, lock) as (run, held, _):
+        step = Steps(store, run, stop, held)
         before = {v.claim_id: v.status for v in current_verdicts(store)}
-        sync_claims(store, settings, run)
-        stop.check("claims")
+        step("claims", lambda: sync_claims(store, settings, run))
         targets = resolve_claims(store, claim_ids, line_id)
-        select_candidates(store, settings, run=run, claim_ids=targets)
-        save_progress(store, run)
-        stop.check("relevance")
-        # Verdicts move only on finished judging (pipeline.judge_step raises otherwise; a rerun resumes).
-        summary = judge_step(
-            store,
-            settings,
-            make_judge(settings, judge),
-            run,
-            again="monitor retest",
-            force=force,
-            claim_ids=targets,
-            since=since,
+        plan = Assess(
+            again="monitor retest", provider=judge, claim_ids=targets, since=since, force=force,
             retry_parked=True,  # a retest is the moment to ask parked pairs again
         )
-        save_progress(store, run)
-        compute_verdicts(store, settings, run=run)
-        successors = _successor_map(store)
-        predecessor = {new: old for old, new in successors.items()}
-        rows = []
-        for v in current_verdicts(store):
-            if targets is not None and v.claim_id not in targets:
-                continue
-            old = predecessor.get(v.claim_id)
-            was = before.get(v.claim_id) or (before.get(old) if old else None) or "UNTESTED"
-            rows.append(RetestRow(v.claim_id, v.text, v.lines, was, v.status, old))
+        # Verdicts move only on finished judging (pipeline.judge_step raises otherwise; a rerun resumes).
+        _, summary = assess(step, store, settings, plan)
+        step("verdicts", lambda: verdicts_step(store, settings, run))
+        rows = _compare(store, before, targets)
         result = RetestResult(run.id, len(rows), summary.judged, rows, dict(run.counts))
         run.add("retest", {"claims": len(rows), "judged": summary.judged, "changed": len(result.changed)})
     result.seconds = time.monotonic() - began
     return result
+
+
+def _compare(store: Store, before: dict[str, str], targets: list[str] | None) -> list[RetestRow]:
+    """Each retested claim's verdict now against `before` (followed across edits of its text)."""
+    from monitor.verdicts.rollup import current_verdicts
+
+    predecessor = {new: old for old, new in _successor_map(store).items()}
+    rows = []
+    for v in current_verdicts(store):
+        if targets is not None and v.claim_id not in targets:
+            continue
+        old = predecessor.get(v.claim_id)
+        was = before.get(v.claim_id) or (before.get(old) if old else None) or "UNTESTED"
+        rows.append(RetestRow(v.claim_id, v.text, v.lines, was, v.status, old))
+    return rows

@@ -1,4 +1,4 @@
-"""The `monitor review` command group: parses arguments and calls the review stage, nothing more."""
+"""The `monitor review` command group: parses arguments and calls the review stage (monitor/review/)."""
 
 from __future__ import annotations
 
@@ -7,37 +7,32 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-review_app = typer.Typer(
+from monitor.cli.context import console, ctx_of
+
+app = typer.Typer(
     help="Check the labels a careful reader should check: confirm, relabel, dismiss or annotate.",
     invoke_without_command=True,
     no_args_is_help=False,
 )
-console = Console()
-
-
-def _context(ctx: typer.Context) -> Any:
-    """The root command's AppContext (settings and store), which click hands down to subcommands."""
-    return ctx.obj
 
 
 def _store(ctx: typer.Context) -> Any:
     """Reviews are made on a store that exists: never create an empty one in the wrong folder."""
-    return ctx.obj.existing_store
+    return ctx_of(ctx).existing_store
 
 
 def _refresh_verdicts(ctx: typer.Context) -> int:
     """Recompute verdicts so a decision shows at once in `monitor verdicts` and the next digest."""
     from monitor.verdicts.rollup import compute_verdicts
 
-    app_ctx = _context(ctx)
+    app_ctx = ctx_of(ctx)
     return sum(1 for c in compute_verdicts(app_ctx.existing_store, app_ctx.settings) if c.status_changed)
 
 
-@review_app.callback()
+@app.callback()
 def review_command(ctx: typer.Context) -> None:
     """Walk what needs review, most urgent first (y confirm, s/r/o/u relabel, d dismiss, n note, k skip),
     then any proposed wordings (a accept, x reject)."""
@@ -47,7 +42,7 @@ def review_command(ctx: typer.Context) -> None:
     from monitor.review.rewording import llm_configured, open_views, propose_rewordings
     from monitor.review.terminal import walk, walk_proposals
 
-    app_ctx = _context(ctx)
+    app_ctx = ctx_of(ctx)
     store = app_ctx.existing_store
     queue = review_queue(store, app_ctx.settings)
     if queue:
@@ -80,7 +75,7 @@ def _propose(summary: Any) -> None:
         console.print(f"[yellow]no proposal[/] {escape(failure)}", highlight=False)
 
 
-@review_app.command("set")
+@app.command("set")
 def review_set_command(
     ctx: typer.Context,
     assessment_id: Annotated[int, typer.Argument(help="The assessment id (`monitor review list`).")],
@@ -102,7 +97,7 @@ def review_set_command(
     )
 
 
-@review_app.command("list")
+@app.command("list")
 def review_list_command(
     ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="JSON instead of a table.")] = False,
@@ -113,7 +108,7 @@ def review_list_command(
     """What needs review, most urgent first (or, with --reviewed, what was decided)."""
     from monitor.review.queue import decisions, review_queue
 
-    app_ctx = _context(ctx)
+    app_ctx = ctx_of(ctx)
     if reviewed:
         rows = decisions(app_ctx.existing_store)
         if as_json:
@@ -149,7 +144,7 @@ def review_list_command(
     console.print(table)
 
 
-@review_app.command("export")
+@app.command("export")
 def review_export_command(
     ctx: typer.Context,
     pairs: Annotated[
@@ -167,7 +162,7 @@ reword_app = typer.Typer(
     help="Narrowed wordings for claims that confirmed evidence RELAXES: propose (LLM), list, accept, reject.",
     no_args_is_help=True,
 )
-review_app.add_typer(reword_app, name="reword")
+app.add_typer(reword_app, name="reword")
 
 
 @reword_app.command("propose")
@@ -178,7 +173,7 @@ def reword_propose_command(
     """Ask the configured LLM for a narrowed wording of each claim with confirmed RELAXES evidence."""
     from monitor.review.rewording import propose_rewordings
 
-    app_ctx = _context(ctx)
+    app_ctx = ctx_of(ctx)
     summary = propose_rewordings(app_ctx.existing_store, app_ctx.settings, claim_ids=claim or None)
     _propose(summary)
     if not summary.proposed and not summary.failed:

@@ -1,0 +1,162 @@
+"""Claims commands: init, seeds import, lines, claims."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from monitor.cli.context import AppContext, console, ctx_of
+from monitor.config import Settings
+
+app = typer.Typer()
+seeds_app = typer.Typer(help="Import the research library's seed exports and your own claim files.")
+
+
+@app.command("init")
+def init_command(
+    ctx: typer.Context,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing config file.")] = False,
+    no_import: Annotated[
+        bool, typer.Option("--no-import", help="Do not import the seeds directory even if it has files.")
+    ] = False,
+) -> None:
+    """Start a project: a commented monitor.toml with every setting, seeds/ and reports/, the database.
+
+    The config goes to --config (default ./monitor.toml); an existing one is kept unless --force.
+
+    Claim files already in the seeds directory are imported (skip with --no-import).
+    """
+    from monitor.config import DEFAULT_CONFIG_FILE
+    from monitor.scaffold import write_config
+
+    app_ctx = ctx_of(ctx)
+    target = Path(app_ctx.config or DEFAULT_CONFIG_FILE)
+    write_config(target, force=force)
+    console.print(f"wrote {target} (every setting, commented, with its default)", highlight=False)
+    fresh = AppContext(config=str(target), db_url=app_ctx.db_url)
+    ctx.obj = fresh
+    settings = fresh.settings
+    _make_folders(settings)
+    from monitor.store.db import redact
+
+    store = fresh.store
+    console.print(f"database ready: {redact(settings.database.url)}", highlight=False)
+    from monitor.claims.importer import CLAIM_SUFFIXES, import_claims
+
+    has_files = any(p.suffix.lower() in CLAIM_SUFFIXES for p in settings.paths.seeds.iterdir())
+    if has_files and not no_import:
+        from monitor.claims.show import print_import
+
+        print_import(console, import_claims(store, settings))
+    else:
+        console.print(f"next: put seed exports in {settings.paths.seeds}/ and run `monitor seeds import`")
+
+
+def _make_folders(settings: Settings) -> None:
+    for folder in (settings.paths.seeds, settings.paths.reports):
+        if not folder.exists():
+            folder.mkdir(parents=True)
+            console.print(f"created {folder}/", highlight=False)
+
+
+@seeds_app.command("import")
+def seeds_import_command(
+    ctx: typer.Context,
+    paths: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Seed exports (.txt) or claim files (.yaml/.toml), or directories of them. "
+            "Default: paths.seeds and paths.claims_file.",
+            show_default=False,
+        ),
+    ] = None,
+    prune: Annotated[
+        bool,
+        typer.Option("--prune", help="Also retire lines and claims of files no longer in the import set."),
+    ] = False,
+    allow_retire: Annotated[
+        bool,
+        typer.Option(
+            "--allow-retire",
+            help="Retire the lines, claims and anchors the files no longer hold (refused without it).",
+        ),
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print what changed as JSON.")] = False,
+) -> None:
+    """Import claims and print what changed. A bad file aborts the whole import; nothing is written.
+
+    Importing again changes nothing. An edited claim text is a new claim; the old one is retired.
+
+    An import that would retire anything is refused (exit 3, listing it) unless --allow-retire or
+    --prune. Retired claims keep their assessments. Files left out of the set keep their claims, unless
+    --prune.
+    """
+    import json
+
+    from monitor.claims.importer import import_claims
+    from monitor.claims.show import print_import
+
+    app_ctx = ctx_of(ctx)
+    report = import_claims(
+        app_ctx.store, app_ctx.settings, [Path(p) for p in paths] if paths else None,
+        prune=prune,
+        allow_retire=allow_retire,
+    )
+    if as_json:
+        typer.echo(json.dumps(report.as_dict(), indent=2, ensure_ascii=False))
+    else:
+        print_import(console, report)
+
+
+@app.command("lines")
+def lines_command(
+    ctx: typer.Context,
+    notes: Annotated[
+        bool, typer.Option("--notes", help="Also list single-note documents (like seed 001).")
+    ] = False,
+    show_all: Annotated[bool, typer.Option("--all", help="Include retired lines.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
+) -> None:
+    """Inquiring lines: question, how many notes, dated claims and anchors each cites, span, file."""
+    import json
+
+    from monitor.claims.listing import count_lines, list_lines, require_claims
+    from monitor.claims.show import print_lines
+
+    store = ctx_of(ctx).existing_store
+    require_claims(store)
+    kinds = ("line", "user", "note") if notes else ("line", "user")
+    views = list_lines(store, include_retired=show_all, kinds=kinds)
+    if as_json:
+        typer.echo(json.dumps([v.as_dict() for v in views], indent=2, ensure_ascii=False))
+        return
+    print_lines(console, views, hidden_notes=0 if notes else count_lines(store).get("note", 0))
+
+
+@app.command("claims")
+def claims_command(
+    ctx: typer.Context,
+    line: Annotated[
+        str | None, typer.Option("--line", help="Only this line's claims (id or prefix).")
+    ] = None,
+    show_all: Annotated[bool, typer.Option("--all", help="Include retired claims.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print a JSON list (full texts, dates, lines).")
+    ] = False,
+    full: Annotated[bool, typer.Option("--full", help="Do not shorten long texts in the table.")] = False,
+) -> None:
+    """Claims under test: id, kind, date as written, the lines citing them, text."""
+    import json
+
+    from monitor.claims.listing import list_claims, require_claims
+    from monitor.claims.show import print_claims
+
+    store = ctx_of(ctx).existing_store
+    require_claims(store)
+    views = list_claims(store, line=line, include_retired=show_all)
+    if as_json:
+        typer.echo(json.dumps([v.as_dict() for v in views], indent=2, ensure_ascii=False))
+        return
+    print_claims(console, views, full=full)

@@ -1,0 +1,178 @@
+"""Judging commands: relevance, judge, eval."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from monitor.cli.context import console, ctx_of, err_console
+from monitor.progress import on_terminal
+
+app = typer.Typer()
+
+
+@app.command("relevance")
+def relevance_command(
+    ctx: typer.Context,
+    claim: Annotated[
+        list[str] | None, typer.Option("--claim", help="Only this claim id (repeatable).", show_default=False)
+    ] = None,
+) -> None:
+    """Pick the (paper, claim) pairs worth judging among papers each claim has not been scanned against."""
+    from monitor.relevance import select_candidates
+    from monitor.store.runs import recorded_run
+
+    app_ctx = ctx_of(ctx)
+    with recorded_run(app_ctx.store, "relevance") as run:
+        summary = select_candidates(app_ctx.store, app_ctx.settings, run=run, claim_ids=claim or None)
+    console.print(
+        f"relevance ({summary.method}): {summary.papers_scanned} paper version(s) scanned against "
+        f"{summary.claims} claim(s), [bold]{summary.candidates_added}[/] new candidate(s), "
+        f"{summary.seconds:.1f} s",
+        highlight=False,
+    )
+
+
+@app.command("judge")
+def judge_command(
+    ctx: typer.Context,
+    force: Annotated[
+        bool, typer.Option("--force", help="Judge again even what is cached (kept as history).")
+    ] = False,
+    claim: Annotated[
+        list[str] | None, typer.Option("--claim", help="Only this claim id (repeatable).", show_default=False)
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Count the calls and tokens a run would take; call nothing.")
+    ] = False,
+    provider: Annotated[
+        str | None, typer.Option("--provider", help="local | openai (default: from the config).")
+    ] = None,
+    batch: Annotated[
+        bool, typer.Option("--batch", help="OpenAI Batch API: collect finished batches, submit the rest.")
+    ] = False,
+    wait: Annotated[
+        bool, typer.Option("--wait", help="With --batch: poll until submitted batches finish.")
+    ] = False,
+    skip_relevance: Annotated[
+        bool,
+        typer.Option(
+            "--skip-relevance",
+            help="Judge the candidates already picked; do not sync claims or run relevance.",
+        ),
+    ] = False,
+) -> None:
+    """Sync claims, pick candidate (paper, claim) pairs, judge the pending ones and store assessments.
+
+    SIGTERM/SIGINT stop starting calls: what finished is kept, the run ends `interrupted`, exit 130.
+    A spent token budget exits 7 and a judge that answered nothing 6, as `monitor run` does.
+    """
+    from monitor.schedule.judging import JudgeRequest, judge_once
+    from monitor.schedule.signals import StopFlag, graceful_stop
+
+    app_ctx = ctx_of(ctx)
+    request = JudgeRequest(
+        force=force, claim_ids=claim, dry_run=dry_run, provider=provider, batch=batch, wait=wait,
+        relevance=not skip_relevance, progress=on_terminal(),
+    )
+    with graceful_stop(StopFlag(again="monitor judge")) as flag:
+        judge_once(app_ctx.store, app_ctx.settings, request, flag, _show)
+
+
+def _show(step: str, result: Any) -> None:
+    """Print each judging step's result as `judge_once` reports it."""
+    if step == "relevance":
+        console.print(
+            f"relevance: {result.candidates_added} new candidate pair(s) "
+            f"from {result.papers_scanned} paper version(s)"
+        )
+        if result.screen:
+            screened = result.screen
+            console.print(
+                f"relevance screen: {screened['kept']} kept, {screened['dropped']} dropped, "
+                f"{screened['pending_left']} pending, {screened['calls']} call(s)"
+            )
+    elif step == "screen estimate":
+        console.print(
+            f"relevance screen (estimate): {result['calls']} call(s) for {result['pairs']} pending pair(s), "
+            f"~{result['prompt_tokens']:,} prompt + ~{result['completion_tokens']:,} completion tokens, "
+            f"${result['cost_estimate']:.2f}; the judge estimate below covers only pairs already kept"
+        )
+    else:  # judge, batches
+        _print_judge_summary(result.as_dict())
+
+
+def _print_judge_summary(data: dict[str, object]) -> None:
+    from rich.table import Table
+
+    title = "judge dry run (estimate)" if data.get("dry_run") else "judge"
+    table = Table(title=f"{title}: {data['judge']} {data['model']} prompt {data['prompt_version']}")
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    labels = data.get("labels") or {}
+    rows: list[tuple[str, object]] = [("pending pairs", data["pending"]), ("papers", data["papers"])]
+    if not data.get("dry_run"):
+        rows += [("judged", data["judged"])] + [(f"  {k}", v) for k, v in labels.items()]  # type: ignore[union-attr]
+        rows += [("ungrounded", data["ungrounded"]), ("errors", data["errors"])]
+        rows += [("skipped (done meanwhile)", data.get("skipped", 0))]
+        rows += [("left (budget)", data["not_attempted"])]
+    rows += [
+        ("LLM calls", data["calls"]),
+        ("prompt tokens", data["prompt_tokens"]),
+        ("completion tokens", data["completion_tokens"]),
+        ("cost estimate (USD)", f"{float(data['cost_estimate']):.4f}"),  # type: ignore[arg-type]
+    ]
+    if data.get("batches_submitted") or data.get("batches_waiting") or data.get("batches_collected"):
+        rows += [("batches submitted", data["batches_submitted"])]
+        rows += [("batches collected", data["batches_collected"])]
+        rows += [("batches running", data["batches_waiting"])]
+    for name, value in rows:
+        table.add_row(name, str(value))
+    console.print(table)
+    for message in data.get("error_messages") or []:  # type: ignore[union-attr]
+        err_console.print(f"[yellow]warning:[/] {message}", highlight=False, soft_wrap=True)
+    if data.get("dry_run") and data.get("budget_exhausted"):
+        err_console.print("[yellow]warning:[/] this run would exceed judge.token_budget", highlight=False)
+
+
+@app.command("eval")
+def eval_command(
+    ctx: typer.Context,
+    pairs: Annotated[
+        str, typer.Option("--pairs", help="Labelled pairs file (JSON lines: claim, title, abstract, label).")
+    ],
+    judge_name: Annotated[
+        str | None, typer.Option("--judge", help="local | openai (default: from the config).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")] = False,
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N pairs.")] = None,
+    predictions: Annotated[
+        str | None,
+        typer.Option("--predictions", help="Also write each pair with the judge's answer (JSON lines)."),
+    ] = None,
+) -> None:
+    """Score a judge on labelled pairs: macro-F1, per-class precision / recall / F1, confusion matrix."""
+    import json
+    from pathlib import Path
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from monitor.judge.evaluate import evaluate, print_report, read_pairs
+    from monitor.judge.factory import make_judge
+
+    pair_list = read_pairs(Path(pairs), limit=limit)
+    judge = make_judge(ctx_of(ctx).settings, judge_name)
+    columns = (TextColumn("judging"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=err_console, transient=True) as bar:
+        task = bar.add_task("judging", total=len(pair_list))
+        report = evaluate(judge, pair_list, pairs, on_progress=lambda n: bar.update(task, completed=n))
+    if predictions:
+        from monitor.files import write_atomic
+
+        lines = (json.dumps(p.as_record(), ensure_ascii=False) for p in report.predictions)
+        write_atomic(Path(predictions), "".join(line + "\n" for line in lines))
+    if as_json:
+        typer.echo(json.dumps(report.as_dict(), indent=2))  # plain JSON: meant for other programs
+    else:
+        print_report(console, report)

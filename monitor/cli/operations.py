@@ -1,0 +1,149 @@
+"""Operations commands: run, runs, retest, daemon, replay."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+import typer
+
+from monitor.cli.context import DATE, console, ctx_of, day
+from monitor.progress import on_terminal
+
+app = typer.Typer()
+
+_JUDGE_HELP = "local | openai (default: judge.provider from the config)."
+
+
+def _judge_choice(value: str | None) -> str | None:
+    if value is not None and value not in ("local", "openai"):
+        raise typer.BadParameter(f"{value!r} is not one of local, openai", param_hint="--judge")
+    return value
+
+
+@app.command("run")
+def run_command(
+    ctx: typer.Context,
+    source: Annotated[str, typer.Option("--source", help="api | rss | sample | a snapshot FILE.")] = "api",
+    no_fetch: Annotated[bool, typer.Option("--no-fetch", help="Work on stored papers only.")] = False,
+    no_email: Annotated[bool, typer.Option("--no-email", help="Do not mail the digest.")] = False,
+    judge: Annotated[str | None, typer.Option("--judge", help=_JUDGE_HELP, callback=_judge_choice)] = None,
+    since: Annotated[
+        datetime | None, typer.Option("--since", formats=DATE, help="Fetch papers from this day.")
+    ] = None,
+    until: Annotated[
+        datetime | None, typer.Option("--until", formats=DATE, help="Fetch papers up to this day.")
+    ] = None,
+) -> None:
+    """The whole pipeline once (for cron): fetch, relevance, judge, verdicts, digest, email.
+
+    One run at a time per database: a second exits with code 75 (or waits: schedule.on_lock_held).
+    SIGTERM/SIGINT stop after the current step (exit 130); a rerun finishes what a killed run left.
+    """
+    from monitor.schedule.pipeline import RunOptions, run_once
+    from monitor.schedule.show import print_outcome
+    from monitor.schedule.signals import StopFlag, graceful_stop
+
+    app_ctx = ctx_of(ctx)
+    options = RunOptions(
+        source=source,
+        fetch=not no_fetch,
+        email=False if no_email else None,
+        judge=judge,
+        since=day(since),
+        until=day(until),
+        progress=on_terminal(),
+    )
+    with graceful_stop(StopFlag()) as flag:
+        outcome = run_once(app_ctx.store, app_ctx.settings, options, stop=flag)
+    print_outcome(console, outcome)
+
+
+@app.command("runs")
+def runs_command(
+    ctx: typer.Context,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many, newest first.")] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Recorded runs: status, timing, counts, tokens and errors."""
+    from monitor.schedule.show import print_runs
+    from monitor.store.runs import list_runs
+
+    print_runs(console, list_runs(ctx_of(ctx).existing_store, limit), as_json)
+
+
+@app.command("retest")
+def retest_command(
+    ctx: typer.Context,
+    claim: Annotated[
+        list[str] | None, typer.Option("--claim", help="Only this claim id (repeatable).", show_default=False)
+    ] = None,
+    line: Annotated[str | None, typer.Option("--line", help="Only the claims of this line.")] = None,
+    since: Annotated[
+        datetime | None, typer.Option("--since", formats=DATE, help="Only papers published from this day.")
+    ] = None,
+    judge: Annotated[str | None, typer.Option("--judge", help=_JUDGE_HELP, callback=_judge_choice)] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Judge again even what is cached (old answers kept as history).")
+    ] = False,
+    show_all: Annotated[bool, typer.Option("--all", help="List unchanged verdicts too.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Re-judge stored papers after claims, prompts, the model or papers changed; show verdicts that moved."""
+    from monitor.schedule.retest import retest
+    from monitor.schedule.show import print_retest
+    from monitor.schedule.signals import StopFlag, graceful_stop
+
+    app_ctx = ctx_of(ctx)
+    with graceful_stop(StopFlag(again="monitor retest")) as flag:
+        result = retest(
+            app_ctx.store, app_ctx.settings, claim_ids=claim, line_id=line, since=day(since),
+            judge=judge, force=force, stop=flag,
+        )
+    print_retest(console, result, as_json, show_all)
+
+
+@app.command("daemon")
+def daemon_command(ctx: typer.Context) -> None:
+    """Run on the config's schedule (weekly digest, daily fetch) until SIGTERM/SIGINT."""
+    from monitor.schedule.daemon import run_daemon
+
+    app_ctx = ctx_of(ctx)
+    run_daemon(app_ctx.store, app_ctx.settings, announce=lambda text: console.print(text, highlight=False))
+
+
+@app.command("replay")
+def replay_command(
+    ctx: typer.Context,
+    from_day: Annotated[datetime, typer.Option("--from", formats=DATE, help="First day (YYYY-MM-DD).")],
+    to_day: Annotated[datetime, typer.Option("--to", formats=DATE, help="Last day (YYYY-MM-DD).")],
+    source: Annotated[str, typer.Option("--source", help="sample | a snapshot FILE (JSONL).")] = "sample",
+    every: Annotated[str, typer.Option("--every", help="week | month: one digest per period.")] = "week",
+    judge: Annotated[str | None, typer.Option("--judge", help=_JUDGE_HELP, callback=_judge_choice)] = "local",
+    reports: Annotated[
+        str | None, typer.Option("--reports", help="Write digests here (default: paths.reports).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Replay history from a snapshot as if live: one digest per period, verdicts as they unfolded; no email.
+
+    Resumable: run it again after a kill and it finishes the remaining periods.
+    """
+    from pathlib import Path
+
+    from monitor.schedule.replay import replay
+    from monitor.schedule.show import print_period, print_replay
+    from monitor.schedule.signals import StopFlag, graceful_stop
+
+    if every not in ("week", "month"):
+        raise typer.BadParameter(f"{every!r} is not one of week, month", param_hint="--every")
+    app_ctx = ctx_of(ctx)
+    settings = app_ctx.settings
+    if reports:
+        settings.paths.reports = Path(reports)
+    with graceful_stop(StopFlag(again="monitor replay")) as flag:
+        summary = replay(
+            app_ctx.store, settings, source, from_day.date(), to_day.date(), every,  # type: ignore[arg-type]
+            judge=judge, stop=flag, on_period=None if as_json else lambda p: print_period(console, p),
+        )
+    print_replay(console, summary, as_json)

@@ -1,0 +1,87 @@
+"""Report commands: verdicts, show, report."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+import typer
+
+from monitor.cli.context import DATE, console, ctx_of, day
+
+app = typer.Typer()
+
+
+@app.command("verdicts")
+def verdicts_command(
+    ctx: typer.Context,
+    line: Annotated[str | None, typer.Option("--line", help="Only claims of this line id.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    no_refresh: Annotated[
+        bool, typer.Option("--no-refresh", help="Show stored verdicts without recomputing them first.")
+    ] = False,
+) -> None:
+    """The current verdict table (recomputed from the current assessments first)."""
+    from monitor.store.runs import recorded_run
+    from monitor.verdicts.rollup import compute_verdicts, current_verdicts
+    from monitor.verdicts.show import print_verdicts
+
+    app_ctx = ctx_of(ctx)
+    if not no_refresh:
+        with recorded_run(app_ctx.existing_store, "verdicts") as run:
+            compute_verdicts(app_ctx.store, app_ctx.settings, run=run)
+    rows = current_verdicts(app_ctx.existing_store, line_id=line, settings=app_ctx.settings)
+    print_verdicts(console, rows, as_json=as_json)
+
+
+@app.command("show")
+def show_command(
+    ctx: typer.Context,
+    claim_id: Annotated[str, typer.Argument(help="A claim id (a unique prefix will do).")],
+) -> None:
+    """One claim: text, date, lines, evidence (counted or not, and why) and verdict history."""
+    from monitor.verdicts.show import claim_detail, print_claim
+
+    app_ctx = ctx_of(ctx)
+    print_claim(console, claim_detail(app_ctx.existing_store, app_ctx.settings, claim_id))
+
+
+@app.command("report")
+def report_command(
+    ctx: typer.Context,
+    period: Annotated[
+        str | None,
+        typer.Option("--period", help="week | month (last complete one), or 2026-W12 / 2026-03."),
+    ] = None,
+    since: Annotated[
+        datetime | None, typer.Option("--since", formats=DATE, help="Custom period: first day.")
+    ] = None,
+    until: Annotated[
+        datetime | None, typer.Option("--until", formats=DATE, help="Custom period: last day.")
+    ] = None,
+    fmt: Annotated[
+        list[str] | None, typer.Option("--format", help="md | html (repeatable; Markdown is always written).")
+    ] = None,
+    email: Annotated[bool, typer.Option("--email", help="Mail the digest (once per period).")] = False,
+    force: Annotated[bool, typer.Option("--force", help="With --email: send even if already sent.")] = False,
+) -> None:
+    """Write the digest for a period (default: the last complete ISO week) and optionally mail it."""
+    from monitor.report.digest import write_digest
+    from monitor.report.show import check_formats, print_digest_result
+    from monitor.store.runs import recorded_run
+
+    app_ctx = ctx_of(ctx)
+    settings = app_ctx.settings
+    with recorded_run(app_ctx.existing_store, "report") as run:
+        result = write_digest(
+            app_ctx.store,
+            settings,
+            period=period or settings.report.period,
+            since=day(since),
+            until=day(until),
+            formats=check_formats(fmt),
+            run=run,
+            force=force,
+            email=email or None,
+        )
+    print_digest_result(console, result)

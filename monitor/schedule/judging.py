@@ -1,0 +1,107 @@
+"""`monitor judge`: the pipeline's claims, relevance and judge steps on their own, without the run lock.
+
+A dry run counts what judging (and an LLM relevance screen) would take and calls nothing; `--batch`
+hands the pending pairs to the OpenAI Batch API. A live run judges under the pipeline's budget-and-stop
+policy (`pipeline.judge_step`) inside a recorded `judge` run, so the row ends partial (7), failed (6) or
+interrupted (130) as `monitor run` would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from monitor.config import Settings
+from monitor.schedule.pipeline import Steps, judge_step, sync_claims
+from monitor.schedule.signals import StopFlag
+from monitor.store.db import Store
+from monitor.store.runs import recorded_run
+
+if TYPE_CHECKING:
+    from monitor.judge.base import Judge
+
+# Called with a step's name ("relevance", "screen estimate", "judge", "batches") and its result as soon
+# as it is ready, so the caller prints it even when a later step raises.
+Show = Callable[[str, Any], None]
+
+
+@dataclass
+class JudgeRequest:
+    """What `monitor judge` was asked to do."""
+
+    force: bool = False
+    claim_ids: list[str] | None = None
+    dry_run: bool = False
+    provider: str | None = None  # local | openai; None: from the config (openai for a batch)
+    batch: bool = False  # also when settings.judge.batch says so
+    wait: bool = False  # with batch: poll until the submitted batches finish
+    relevance: bool = True  # sync claims and pick candidates first
+    progress: bool = False
+
+
+def judge_once(store: Store, settings: Settings, request: JudgeRequest, stop: StopFlag, show: Show) -> None:
+    """Sync claims and pick candidates (unless told not to), then estimate, batch or judge the pending pairs.
+
+    Raises as `pipeline.judge_step` does; `show` sees each result before that.
+    """
+    from monitor.judge.factory import make_judge
+
+    batch = request.batch or settings.judge.batch
+    judge = make_judge(settings, request.provider or ("openai" if batch else None))
+    if request.relevance:
+        _pick(Steps(store, None, stop), store, settings, request, show)
+    if request.dry_run:
+        _estimate(store, settings, judge, request, batch, show)
+        return
+    with recorded_run(store, "judge") as run:
+        run.stop = stop.event  # the runner stops starting calls once it is set
+        step = Steps(store, run, stop)
+        which = {"force": request.force, "claim_ids": request.claim_ids}
+        if batch:
+            from monitor.judge.batch import run_batch
+
+            step(
+                "batches",
+                lambda: run_batch(store, settings, judge, run=run, wait=request.wait, **which),
+                shown=lambda result: show("batches", result),
+            )
+            return
+        step(
+            "judge",
+            lambda: judge_step(
+                store, settings, judge, run, "monitor judge",
+                shown=lambda summary: show("judge", summary), progress=request.progress, **which,
+            ),
+        )
+
+
+def _pick(step: Steps, store: Store, settings: Settings, request: JudgeRequest, show: Show) -> None:
+    """Claims and relevance, unrecorded. A dry run needs the candidates too, to count what judging them
+    would cost, but leaves new pairs pending before an LLM screen (it must call nothing)."""
+    from monitor.relevance import select_candidates
+
+    step("claims", lambda: sync_claims(store, settings, None))
+    step(
+        "relevance",
+        lambda: select_candidates(store, settings, screen=not request.dry_run, progress=request.progress),
+        shown=lambda picked: show("relevance", picked),
+    )
+
+
+def _estimate(
+    store: Store, settings: Settings, judge: Judge, request: JudgeRequest, batch: bool, show: Show
+) -> None:
+    """What judging the pending pairs would take (and screening them, with the LLM screen); calls nothing."""
+    from monitor.judge.runner import judge_pending
+
+    if settings.relevance.screen == "llm":
+        from monitor.relevance.screen import estimate_screen
+
+        show("screen estimate", estimate_screen(store, settings))
+    if batch:
+        settings.judge.batch = True  # the estimate at batch prices
+    summary = judge_pending(
+        store, settings, judge=judge, force=request.force, claim_ids=request.claim_ids, dry_run=True
+    )
+    show("judge", summary)
