@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -75,6 +76,9 @@ def test_dry_run_then_run(
     dry = monitor(db_url, "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert "dry run" in dry.stdout and "LLM calls" in dry.stdout
+    # The cost of each relevance setting over the last week's papers, the one in force marked.
+    assert "relevance settings over the last week" in dry.stdout and "(in force)" in dry.stdout
+    assert re.search(r"bm25 10% \(in force\)", dry.stdout), dry.stdout  # an LLM judge's default
     assert llm.requests == []
     llm.default = answering("SUPPORTS")
     real = monitor(db_url, "--claim", "c0", "--claim", "c1")

@@ -99,8 +99,27 @@ def _show(step: str, result: Any) -> None:
             f"~{result['prompt_tokens']:,} prompt + ~{result['completion_tokens']:,} completion tokens, "
             f"${result['cost_estimate']:.2f}; the judge estimate below covers only pairs already kept"
         )
+    elif step == "alternatives":
+        _print_alternatives(result)
     else:  # judge, batches
         _print_judge_summary(result.as_dict())
+
+
+def _print_alternatives(rows: list[Any]) -> None:
+    from rich.table import Table
+
+    title = "relevance settings over the last week's papers (estimate; nothing called)"
+    table = Table(title=title)
+    for column in ("setting", "pairs", "calls", "prompt tokens", "completion tokens", "USD"):
+        table.add_column(column, justify="left" if column == "setting" else "right")
+    for row in rows:
+        name = row.label + (" (in force)" if row.in_force else "")
+        name += " (screen calls only)" if row.screen else ""
+        table.add_row(
+            name, f"{row.pairs:,}", f"{row.calls:,}", f"{row.prompt_tokens:,}",
+            f"{row.completion_tokens:,}", f"{row.cost:.2f}",
+        )  # fmt: skip
+    console.print(table)
 
 
 def _print_judge_summary(data: dict[str, object]) -> None:

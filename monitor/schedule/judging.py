@@ -38,6 +38,10 @@ class JudgeRequest:
     wait: bool = False  # with batch: poll until the submitted batches finish
     relevance: bool = True  # sync claims and pick candidates first
     progress: bool = False
+    alternatives: bool = True  # with dry_run: price each relevance setting over the last week's papers
+
+
+ALTERNATIVES_DAYS = 7  # the dry run prices a week of the store's newest papers, like a weekly run
 
 
 def judge_once(store: Store, settings: Settings, request: JudgeRequest, stop: StopFlag, show: Show) -> None:
@@ -101,6 +105,10 @@ def _estimate(
         show("screen estimate", estimate_screen(store, settings))
     if batch:
         settings.judge.batch = True  # the estimate at batch prices
+    if request.alternatives:
+        from monitor.judge.estimate import alternatives
+
+        show("alternatives", alternatives(store, settings, days=ALTERNATIVES_DAYS))
     summary = judge_pending(
         store, settings, judge=judge, force=request.force, claim_ids=request.claim_ids, dry_run=True
     )

@@ -32,7 +32,7 @@ from monitor.testhooks import pause_at
 
 if TYPE_CHECKING:
     from monitor.judge.base import Judge
-    from monitor.judge.runner import JudgeSummary
+    from monitor.judge.work import JudgeSummary
     from monitor.relevance import RelevanceSummary
 
 log = logging.getLogger(__name__)
