@@ -226,7 +226,7 @@ class ScheduleSettings(Section):
     @field_validator("digest_cron", "fetch_cron")
     @classmethod
     def _cron(cls, v: str) -> str:
-        from monitor.schedule.triggers import cron_trigger
+        from monitor.crontab import cron_trigger
 
         cron_trigger(v, None)  # raises ValueError naming the problem
         return v

@@ -22,9 +22,10 @@ from monitor.config import Settings
 from monitor.files import write_atomic
 from monitor.report.feed import write_feed
 from monitor.report.period import Period, resolve_period
-from monitor.report.render import arxiv_url, fmt_date, render
+from monitor.report.render import fmt_date, render
 from monitor.report.research import ResearchQuestions, research_questions
 from monitor.review.rewording import ProposalView, llm_configured, open_views, propose_rewordings
+from monitor.sources.base import arxiv_url
 from monitor.store.db import Store
 from monitor.store.failures import count_parked
 from monitor.store.models import Anchor, Assessment, Claim, Line, LLMExchange, Paper

@@ -12,12 +12,12 @@ import datetime as dt
 import re
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import jinja2
 
 from monitor.config import Settings
 from monitor.errors import ConfigError
+from monitor.sources.base import arxiv_url
 
 SHIPPED_TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 TEMPLATE_FOR = {"md": "digest.md.j2", "html": "digest.html.j2", "txt": "digest.txt.j2"}
@@ -54,11 +54,6 @@ def md_cell(text: object) -> str:
 def md_quote(text: object) -> str:
     """A Markdown blockquote of untrusted text."""
     return "> " + (md(text) or "(no quote)")
-
-
-def arxiv_url(ref: str) -> str:
-    """The abstract page; the id is quoted so an odd one cannot break a Markdown link or an attribute."""
-    return "https://arxiv.org/abs/" + quote(str(ref), safe="/.")
 
 
 def fmt_date(day: dt.date | dt.datetime | None, missing: str = "—") -> str:

@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 from monitor.config import Settings
 from monitor.errors import UsageError
 from monitor.files import write_atomic
-from monitor.report.render import arxiv_url
+from monitor.sources.base import arxiv_url
 from monitor.store.db import Store
 from monitor.store.models import Assessment, Claim, Paper, PaperVersion, Review
 from monitor.store.reviews import add_review, decisions_in_force, history

@@ -23,9 +23,9 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.base import BaseTrigger
 
 from monitor.config import Settings
+from monitor.crontab import cron_trigger
 from monitor.errors import LockHeld, MonitorError
 from monitor.schedule.signals import StopFlag, graceful_stop
-from monitor.schedule.triggers import cron_trigger
 from monitor.store.db import Store
 
 log = logging.getLogger(__name__)

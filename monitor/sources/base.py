@@ -11,9 +11,15 @@ import datetime as dt
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from urllib.parse import quote
 
 # New-style ids (2504.07912, optionally v3) and old-style ones (hep-th/9901001, math.GT/0309136v2).
 _ID_RE = re.compile(r"^(?P<id>\d{4}\.\d{4,5}|[a-z][a-z-]*(?:\.[A-Z]{2})?/\d{7})(?:v(?P<version>\d+))?$")
+
+
+def arxiv_url(ref: str) -> str:
+    """The abstract page; the id is quoted so an odd one cannot break a Markdown link or an attribute."""
+    return "https://arxiv.org/abs/" + quote(str(ref), safe="/.")
 
 
 def split_arxiv_id(raw: str) -> tuple[str, int | None]:
