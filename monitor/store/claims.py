@@ -110,3 +110,47 @@ def claims_cited_by(session: Session, line_id: str | None, include_retired: bool
     if not include_retired:
         query = query.where(is_active())
     return list(session.scalars(query))
+
+
+def claims_by_id(session: Session) -> dict[str, Claim]:
+    """Every claim, retired ones too, by id."""
+    return {row.id: row for row in session.scalars(select(Claim))}
+
+
+def claim_texts(session: Session, claim_ids: Iterable[str]) -> dict[str, str]:
+    """The text of each of `claim_ids` that is stored."""
+    query = select(Claim.id, Claim.text).where(Claim.id.in_(list(claim_ids)))
+    return {cid: text for cid, text in session.execute(query)}
+
+
+def links_of_lines(session: Session, line_ids: Iterable[str]) -> list[LineClaim]:
+    """Every claim link, retired ones too, of the given lines."""
+    return list(session.scalars(select(LineClaim).where(LineClaim.line_id.in_(list(line_ids)))))
+
+
+def links_of_claim(session: Session, claim_id: str) -> list[LineClaim]:
+    """Every link, retired ones too, citing one claim."""
+    return list(session.scalars(select(LineClaim).where(LineClaim.claim_id == claim_id)))
+
+
+def still_cited(session: Session, claim_ids: Iterable[str]) -> set[str]:
+    """Those of `claim_ids` that some active line cites through an active link."""
+    query = (
+        select(LineClaim.claim_id)
+        .join(Line, Line.id == LineClaim.line_id)
+        .where(
+            LineClaim.claim_id.in_(list(claim_ids)),
+            LineClaim.retired_at.is_(None),
+            Line.retired_at.is_(None),
+        )
+    )
+    return set(session.scalars(query))
+
+
+def active_totals(session: Session) -> dict[str, int]:
+    """How many lines, claims and anchors are active."""
+
+    def count(model: type[Line] | type[Claim] | type[Anchor]) -> int:
+        return session.scalar(select(func.count()).select_from(model).where(model.retired_at.is_(None))) or 0
+
+    return {"lines": count(Line), "claims": count(Claim), "anchors": count(Anchor)}

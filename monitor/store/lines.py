@@ -1,13 +1,15 @@
-"""Inquiring lines and their anchors: the active ones, a line by id prefix, what each line holds."""
+"""Inquiring lines, their anchors and the files they came from: the active ones, a line by id prefix,
+what each line holds."""
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from monitor.store.models import Anchor, Line, LineClaim
+from monitor.store.models import Anchor, Line, LineClaim, SeedFile
 
 
 def active_lines(session: Session) -> list[Line]:
@@ -91,3 +93,23 @@ def active_anchor_titles(session: Session, line_id: str) -> list[str | None]:
     """The cited titles of one line's active anchors."""
     query = select(Anchor.cited_title).where(Anchor.line_id == line_id, Anchor.retired_at.is_(None))
     return list(session.scalars(query))
+
+
+def lines_by_id(session: Session) -> dict[str, Line]:
+    """Every line, retired ones too, by id."""
+    return {row.id: row for row in session.scalars(select(Line))}
+
+
+def anchors_of_lines(session: Session, line_ids: Iterable[str]) -> list[Anchor]:
+    """Every anchor, retired ones too, of the given lines."""
+    return list(session.scalars(select(Anchor).where(Anchor.line_id.in_(list(line_ids)))))
+
+
+def line_source_files(session: Session) -> set[str]:
+    """The files any line, retired or not, was imported from."""
+    return {f for f in session.scalars(select(Line.source_file)) if f}
+
+
+def seed_files(session: Session) -> dict[str, SeedFile]:
+    """The imported files' records (hash, kind, when), by path."""
+    return {row.path: row for row in session.scalars(select(SeedFile))}
