@@ -5,27 +5,24 @@ Vectors travel as bytes here; monitor/embeddings.py turns them into arrays.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from monitor.store.chunks import in_chunks
 from monitor.store.models import Embedding
 
-KEY_CHUNK = 500  # keys per IN (...) query
 
-
-def stored_vectors(session: Session, keys: list[str], model: str) -> Iterator[tuple[str, bytes, int]]:
+def stored_vectors(session: Session, keys: list[str], model: str) -> list[tuple[str, bytes, int]]:
     """(key, vector bytes, dim) of each of `keys` stored for `model`."""
-    unique = sorted(set(keys))
-    for start in range(0, len(unique), KEY_CHUNK):
-        chunk = unique[start : start + KEY_CHUNK]
+    found: list[tuple[str, bytes, int]] = []
+    for chunk in in_chunks(sorted(set(keys))):
         rows = session.execute(
             select(Embedding.key, Embedding.vector, Embedding.dim).where(
                 Embedding.model == model, Embedding.key.in_(chunk)
             )
         )
-        yield from rows.tuples()
+        found.extend((key, blob, dim) for key, blob, dim in rows)
+    return found
 
 
 def add_vectors(session: Session, model: str, dim: int, vectors: dict[str, bytes]) -> None:

@@ -8,15 +8,13 @@ is a few dozen queries.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.orm import Session
 
+from monitor.store.chunks import in_chunks
 from monitor.store.models import Paper, PaperVersion
-
-ID_CHUNK = 500  # ids per IN (...) query: well under every driver's parameter limit
 
 
 class StoredPaper(NamedTuple):
@@ -27,16 +25,11 @@ class StoredPaper(NamedTuple):
     updated: dt.datetime | None
 
 
-def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
 def stored_papers(session: Session, ids: list[str]) -> tuple[dict[str, StoredPaper], set[tuple[str, int]]]:
     """Of `ids`, the papers stored already and every (arxiv_id, version) stored for them."""
     known: dict[str, StoredPaper] = {}
     versions: set[tuple[str, int]] = set()
-    for chunk in _chunks(ids, ID_CHUNK):
+    for chunk in in_chunks(ids):
         for arxiv_id, version, published, updated in session.execute(
             select(Paper.arxiv_id, Paper.version, Paper.published, Paper.updated).where(
                 Paper.arxiv_id.in_(chunk)
