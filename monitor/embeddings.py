@@ -15,17 +15,15 @@ import hashlib
 import importlib.metadata
 import os
 import threading
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from monitor.errors import ConfigError
 from monitor.store import Store
-from monitor.store.models import Embedding
+from monitor.store.embeddings import add_vectors, stored_vectors
 
 MODEL_NAME = "all-MiniLM-L6-v2-onnx-int8"
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
@@ -162,25 +160,14 @@ def from_bytes(blob: bytes, dim: int) -> np.ndarray:
     return vector.astype(np.float32)
 
 
-def _chunks(items: list[str], size: int) -> Iterable[list[str]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
 def load_cached(store: Store, keys: list[str], model: str, dim: int) -> dict[str, np.ndarray]:
     """The stored vectors among `keys` for `model`."""
-    found: dict[str, np.ndarray] = {}
     with store.session() as session:
-        for chunk in _chunks(sorted(set(keys)), 500):
-            rows = session.execute(
-                select(Embedding.key, Embedding.vector, Embedding.dim).where(
-                    Embedding.model == model, Embedding.key.in_(chunk)
-                )
-            )
-            for key, blob, stored_dim in rows:
-                if stored_dim == dim:
-                    found[key] = from_bytes(blob, dim)
-    return found
+        return {
+            key: from_bytes(blob, dim)
+            for key, blob, stored_dim in stored_vectors(session, keys, model)
+            if stored_dim == dim
+        }
 
 
 def cached_embeddings(
@@ -202,27 +189,19 @@ def cached_embeddings(
     if not keep:
         vectors.update(new)
         return vectors
+    blobs = {key: to_bytes(vec) for key, vec in new.items()}
     try:
         with store.session() as session:
-            session.add_all(
-                Embedding(key=key, model=embedder.name, dim=embedder.dim, vector=to_bytes(vec))
-                for key, vec in new.items()
-            )
+            add_vectors(session, embedder.name, embedder.dim, blobs)
     except IntegrityError:
         # Another process stored some of the same keys meanwhile; theirs are identical, keep the rest.
-        _store_each(store, new, embedder)
+        present = load_cached(store, list(new), embedder.name, embedder.dim)
+        with store.session() as session:
+            add_vectors(
+                session, embedder.name, embedder.dim, {k: b for k, b in blobs.items() if k not in present}
+            )
     vectors.update(new)
     return vectors
-
-
-def _store_each(store: Store, new: dict[str, np.ndarray], embedder: Embedder) -> None:
-    present = load_cached(store, list(new), embedder.name, embedder.dim)
-    with store.session() as session:
-        session.add_all(
-            Embedding(key=key, model=embedder.name, dim=embedder.dim, vector=to_bytes(vec))
-            for key, vec in new.items()
-            if key not in present
-        )
 
 
 @dataclass(frozen=True)

@@ -69,39 +69,55 @@ def toml_value(value: Any) -> str | None:
     raise TypeError(f"no TOML form for {value!r}")
 
 
+@dataclass
+class _CommentReader:
+    """Walks a class's tokens, attaching each comment to the field it sits above or beside."""
+
+    found: dict[str, list[str]] = field(default_factory=dict)
+    pending: list[str] = field(default_factory=list)  # comment lines waiting for the next field
+    current: str | None = None  # the field whose line is being read
+    depth: int = 0  # bracket nesting: a name inside a call or list is no field
+    line_start: bool = True
+
+    def comment(self, tok: tokenize.TokenInfo) -> None:
+        text = tok.string.lstrip("#").strip()
+        if tok.line.strip().startswith("#"):
+            self.pending.append(text)
+        elif self.current is not None:
+            self.found.setdefault(self.current, []).append(text)
+
+    def name(self, tok: tokenize.TokenInfo) -> None:
+        if tok.line.strip().startswith(("def ", "@", "class ", "model_config")):
+            self.current, self.pending = None, []
+        elif ":" in tok.line:
+            self.current = tok.string
+            self.found[self.current] = self.pending + self.found.get(self.current, [])
+            self.pending = []
+
+    def read(self, tok: tokenize.TokenInfo) -> None:
+        if tok.type == tokenize.COMMENT:
+            self.comment(tok)
+        elif tok.type == tokenize.OP and tok.string in "([{":
+            self.depth += 1
+        elif tok.type == tokenize.OP and tok.string in ")]}":
+            self.depth -= 1
+        elif tok.type == tokenize.NAME and self.line_start and self.depth == 0 and tok.start[1] == 4:
+            self.name(tok)
+        self.line_start = tok.type in (tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT)
+        if tok.type == tokenize.NL and not tok.line.strip():
+            self.pending = []
+
+
 def source_comments(cls: type) -> dict[str, list[str]]:
     """Comments beside each field in the class source: the lines just above it and the one after it."""
     try:
         source = inspect.getsource(cls)
     except (OSError, TypeError):
         return {}
-    found: dict[str, list[str]] = {}
-    pending: list[str] = []
-    current: str | None = None
-    depth = 0
-    line_start = True
+    reader = _CommentReader()
     for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-        if tok.type == tokenize.COMMENT:
-            text = tok.string.lstrip("#").strip()
-            if tok.line.strip().startswith("#"):
-                pending.append(text)
-            elif current is not None:
-                found.setdefault(current, []).append(text)
-        elif tok.type == tokenize.OP and tok.string in "([{":
-            depth += 1
-        elif tok.type == tokenize.OP and tok.string in ")]}":
-            depth -= 1
-        elif tok.type == tokenize.NAME and line_start and depth == 0 and tok.start[1] == 4:
-            if tok.line.strip().startswith(("def ", "@", "class ", "model_config")):
-                current, pending = None, []
-            elif ":" in tok.line:
-                current = tok.string
-                found[current] = pending + found.get(current, [])
-                pending = []
-        line_start = tok.type in (tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT)
-        if tok.type == tokenize.NL and not tok.line.strip():
-            pending = []
-    return found
+        reader.read(tok)
+    return reader.found
 
 
 def _choices(annotation: Any) -> list[str]:

@@ -212,18 +212,7 @@ class ScriptedLLM:
                     server.in_flight += 1
                     server.peak_in_flight = max(server.peak_in_flight, server.in_flight)
                 try:
-                    reply = fixed or server._next(body)
-                    if reply.delay:
-                        time.sleep(reply.delay)
-                    payload = reply.body if isinstance(reply.body, (str, bytes)) else json.dumps(reply.body)
-                    data = payload if isinstance(payload, bytes) else payload.encode()
-                    self.send_response(reply.status)
-                    self.send_header("content-type", "application/json")
-                    self.send_header("content-length", str(len(data)))
-                    for name, value in reply.headers.items():
-                        self.send_header(name, value)
-                    self.end_headers()
-                    self.wfile.write(data)
+                    _write_reply(self, fixed or server._next(body))
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a timeout test)
                 finally:
@@ -231,6 +220,20 @@ class ScriptedLLM:
                         server.in_flight -= 1
 
         return Handler
+
+
+def _write_reply(handler: BaseHTTPRequestHandler, reply: Reply) -> None:
+    if reply.delay:
+        time.sleep(reply.delay)
+    payload = reply.body if isinstance(reply.body, (str, bytes)) else json.dumps(reply.body)
+    data = payload if isinstance(payload, bytes) else payload.encode()
+    handler.send_response(reply.status)
+    handler.send_header("content-type", "application/json")
+    handler.send_header("content-length", str(len(data)))
+    for name, value in reply.headers.items():
+        handler.send_header(name, value)
+    handler.end_headers()
+    handler.wfile.write(data)
 
 
 class ScriptedBatches:

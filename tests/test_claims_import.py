@@ -304,7 +304,7 @@ def test_empty_and_binary_files_are_input_errors_with_a_line(
 def test_a_genuine_removal_is_refused_without_the_flag_and_done_loudly_with_it(
     store, settings: Settings, seeds: Path
 ) -> None:
-    from monitor.claims.importer import RetireRefused
+    from monitor.claims.retirements import RetireRefused
 
     import_claims(store, settings)
     before = snapshot(store)

@@ -9,7 +9,7 @@ import pytest
 from digest_world import NASTY, World, open_sqlite, sample, trusted_settings
 from markdown_it import MarkdownIt
 
-from monitor.report.digest import gather_digest
+from monitor.report.gather import gather_digest
 from monitor.report.period import resolve_period
 from monitor.report.render import md, render
 

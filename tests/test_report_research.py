@@ -12,7 +12,7 @@ from digest_world import World, open_sqlite, sample
 from sqlalchemy import select
 
 from monitor.config import Settings
-from monitor.report.digest import gather_digest
+from monitor.report.gather import gather_digest
 from monitor.report.period import resolve_period
 from monitor.report.render import render
 from monitor.report.research import parse_questions

@@ -17,7 +17,7 @@ from sqlalchemy import text
 
 from monitor.errors import UsageError
 from monitor.judge.evaluate import read_pairs
-from monitor.report.digest import gather_digest
+from monitor.report.gather import gather_digest
 from monitor.report.period import resolve_period
 from monitor.report.render import render
 from monitor.review.queue import REASONS, decisions, export_pairs, record, review_queue

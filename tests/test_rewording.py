@@ -23,7 +23,7 @@ from monitor.claims.importer import import_claims
 from monitor.config import Settings
 from monitor.errors import UsageError
 from monitor.llm.answers import InvalidAnswer
-from monitor.report.digest import gather_digest
+from monitor.report.gather import gather_digest
 from monitor.report.period import resolve_period
 from monitor.report.render import render
 from monitor.review.queue import record

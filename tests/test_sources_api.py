@@ -23,8 +23,9 @@ from monitor.errors import SourceError
 from monitor.sources import api as api_module
 from monitor.sources.api import make_client, plan_queries
 from monitor.sources.client import PoliteSession
-from monitor.sources.ingest import fetch, get_mark
+from monitor.sources.ingest import fetch
 from monitor.store import open_store
+from monitor.store.marks import get_mark
 from monitor.store.models import FetchMark, Paper, PaperVersion
 from monitor.store.runs import recorded_run
 

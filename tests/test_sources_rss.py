@@ -11,8 +11,9 @@ from sqlalchemy import func, select
 
 from monitor.config import Settings
 from monitor.errors import SourceError
-from monitor.sources.ingest import fetch, get_mark
+from monitor.sources.ingest import fetch
 from monitor.store import open_store
+from monitor.store.marks import get_mark
 from monitor.store.models import Paper, PaperVersion
 from monitor.store.runs import recorded_run
 

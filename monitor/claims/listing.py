@@ -1,34 +1,38 @@
 """Reading claims back: the views `monitor lines`, `monitor claims` and `monitor anchors` print.
 
-Other stages use `active_claims` (claims with `retired_at IS NULL`) and `require_claims`.
+Other stages use `require_claims`; the queries are in monitor/store/claims.py and lines.py.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from monitor.errors import MonitorError
+from monitor.store.claims import claim_count, claims_cited_by
 from monitor.store.db import Store
-from monitor.store.models import Anchor, Claim, Line, LineClaim
+from monitor.store.lines import (
+    active_line_counts,
+    all_links,
+    anchor_counts,
+    anchors_with_questions,
+    lines_of_kinds,
+    lines_with_prefix,
+    roles_by_line,
+)
+from monitor.store.models import Line, LineClaim
 
 NO_CLAIMS = "no claims imported yet; run `monitor seeds import`"
-
-
-def active_claims(session: Session) -> list[Claim]:
-    """Claims still under test, in id order."""
-    return list(session.scalars(select(Claim).where(Claim.retired_at.is_(None)).order_by(Claim.id)))
 
 
 def require_claims(store: Store) -> None:
     """Raise the user-facing hint when nothing has been imported yet."""
     with store.session() as s:
-        if not s.scalar(select(func.count()).select_from(Claim)):
+        if not claim_count(s):
             raise MonitorError(NO_CLAIMS)
 
 
@@ -94,7 +98,7 @@ class AnchorView:
 def resolve_line(session: Session, ref: str) -> Line:
     """A line by id or unambiguous id prefix (with or without `l-`)."""
     prefix = ref if ref.startswith("l-") else f"l-{ref}"
-    hits = list(session.scalars(select(Line).where(Line.id.startswith(prefix, autoescape=True))))
+    hits = lines_with_prefix(session, prefix)
     if len(hits) == 1:
         return hits[0]
     if not hits:
@@ -106,16 +110,10 @@ def list_lines(
     store: Store, include_retired: bool = False, kinds: tuple[str, ...] = ("line", "user")
 ) -> list[LineView]:
     with store.session() as s:
-        q = select(Line).where(Line.source_kind.in_(kinds)).order_by(Line.source_file, Line.id)
-        if not include_retired:
-            q = q.where(Line.retired_at.is_(None))
-        roles_of: dict[str, list[str]] = defaultdict(list)
-        live = select(LineClaim.line_id, LineClaim.role).where(LineClaim.retired_at.is_(None))
-        for lid, role in s.execute(live):
-            roles_of[lid].append(role)
-        anchors_of = Counter(s.scalars(select(Anchor.line_id).where(Anchor.retired_at.is_(None))))
+        roles_of = roles_by_line(s)
+        anchors_of = anchor_counts(s)
         out = []
-        for line in s.scalars(q):
+        for line in lines_of_kinds(s, kinds, include_retired):
             roles = roles_of[line.id]
             out.append(
                 LineView(
@@ -137,29 +135,19 @@ def list_lines(
 def count_lines(store: Store) -> dict[str, int]:
     """Active lines per kind (line, note, user)."""
     with store.session() as s:
-        rows = s.execute(
-            select(Line.source_kind, func.count()).where(Line.retired_at.is_(None)).group_by(Line.source_kind)
-        ).all()
-        return {kind: n for kind, n in rows}
+        return active_line_counts(s)
 
 
 def list_claims(store: Store, line: str | None = None, include_retired: bool = False) -> list[ClaimView]:
     """Claims (active only unless asked), each with the lines that cite it, in kind-then-position order."""
     with store.session() as s:
-        q = select(Claim)
-        links_q = select(LineClaim)
-        if line is not None:
-            target = resolve_line(s, line)
-            links_q = links_q.where(LineClaim.line_id == target.id)
-            q = q.where(Claim.id.in_(select(LineClaim.claim_id).where(LineClaim.line_id == target.id)))
-        if not include_retired:
-            q = q.where(Claim.retired_at.is_(None))
+        line_id = resolve_line(s, line).id if line is not None else None
         links_of: dict[str, list[LineClaim]] = defaultdict(list)
-        for ln in s.scalars(select(LineClaim)):
+        for ln in all_links(s):
             links_of[ln.claim_id].append(ln)
-        order = {(ln.claim_id): (ln.role, ln.line_id, ln.position) for ln in s.scalars(links_q)}
+        order = {(ln.claim_id): (ln.role, ln.line_id, ln.position) for ln in all_links(s, line_id)}
         out = []
-        for c in s.scalars(q):
+        for c in claims_cited_by(s, line_id, include_retired):
             mine = links_of[c.id]
             live = [ln.line_id for ln in mine if ln.retired_at is None]
             out.append(
@@ -188,13 +176,6 @@ def list_claims(store: Store, line: str | None = None, include_retired: bool = F
 
 def list_anchors(store: Store, include_retired: bool = False) -> list[AnchorView]:
     with store.session() as s:
-        q = (
-            select(Anchor, Line.question)
-            .join(Line, Line.id == Anchor.line_id)
-            .order_by(Line.source_file, Anchor.position)
-        )
-        if not include_retired:
-            q = q.where(Anchor.retired_at.is_(None))
         return [
             AnchorView(
                 line_id=a.line_id,
@@ -207,5 +188,5 @@ def list_anchors(store: Store, include_retired: bool = False) -> list[AnchorView
                 found_published=a.found_published,
                 retired=a.retired_at is not None,
             )
-            for a, question in s.execute(q)
+            for a, question in anchors_with_questions(s, include_retired)
         ]

@@ -9,20 +9,14 @@ own edit and wins as usual.
 from __future__ import annotations
 
 import dataclasses
-from typing import Protocol
 
 from sqlalchemy.orm import Session
 
-from monitor.claims.model import ParsedClaim
+from monitor.claims.reconcile import Desired
 from monitor.store.rewordings import accepted_wordings
 
 
-class _Wanted(Protocol):
-    claims: dict[str, ParsedClaim]
-    links: dict[tuple[str, str], tuple[str, int]]
-
-
-def apply_accepted(session: Session, want: _Wanted) -> list[str]:
+def apply_accepted(session: Session, want: Desired) -> list[str]:
     """Swap each claim a curator reworded for its new wording in what the files ask for; returns old ids."""
     swapped: list[str] = []
     for old_id, row in accepted_wordings(session).items():

@@ -30,7 +30,8 @@ from monitor.relevance.scoring import PaperDoc, RelevanceScorer, select_pairs
 from monitor.relevance.screen import PENDING, screen_pending
 from monitor.relevance.text import ClaimQuery
 from monitor.store import Store
-from monitor.store.models import Candidate, Claim, Line, LineClaim, PaperVersion, RelevanceMark, utcnow
+from monitor.store.claims import active_claims
+from monitor.store.models import Candidate, Line, LineClaim, PaperVersion, RelevanceMark, utcnow
 from monitor.store.runs import RunRecord
 
 
@@ -57,10 +58,7 @@ class RelevanceSummary:
 
 def load_claim_queries(session: Session, claim_ids: Sequence[str] | None = None) -> list[ClaimQuery]:
     """Active claims with their note titles, line questions and topics."""
-    stmt = select(Claim).where(Claim.retired_at.is_(None)).order_by(Claim.id)
-    if claim_ids is not None:
-        stmt = stmt.where(Claim.id.in_(list(claim_ids)))
-    claims = list(session.scalars(stmt))
+    claims = active_claims(session, claim_ids)
     context: dict[str, tuple[list[str], list[str]]] = {c.id: ([], list(c.topics or [])) for c in claims}
     links = session.execute(
         select(LineClaim.claim_id, Line.question, Line.topics)

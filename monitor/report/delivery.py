@@ -19,8 +19,8 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_expo
 
 from monitor.config import Settings
 from monitor.errors import ConfigError, MonitorError
-from monitor.report.digest import gather_digest
 from monitor.report.email import build_message, message_id, subject_for
+from monitor.report.gather import gather_digest
 from monitor.report.period import Period, resolve_period
 from monitor.report.render import render
 from monitor.store.db import Store

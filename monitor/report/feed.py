@@ -11,12 +11,10 @@ import datetime as dt
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from sqlalchemy import select
-
 from monitor.config import Settings
 from monitor.files import write_atomic
 from monitor.store.db import Store
-from monitor.store.models import Digest
+from monitor.store.digests import recent_digests
 
 ATOM = "http://www.w3.org/2005/Atom"
 FEED_NAME = "feed.xml"
@@ -47,11 +45,9 @@ def feed_xml(store: Store, settings: Settings, reports: Path) -> bytes:
     ET.SubElement(feed, f"{{{ATOM}}}link", rel="self", href=FEED_NAME)
     ET.SubElement(ET.SubElement(feed, f"{{{ATOM}}}author"), f"{{{ATOM}}}name").text = "claim-monitor"
     with store.session() as s:
-        rows = s.scalars(
-            select(Digest).order_by(Digest.period_end.desc(), Digest.id.desc()).limit(MAX_ENTRIES)
-        )
         entries = [
-            (r.period_key, r.created_at, r.markdown_path, r.html_path, dict(r.stats or {})) for r in rows
+            (r.period_key, r.created_at, r.markdown_path, r.html_path, dict(r.stats or {}))
+            for r in recent_digests(s, MAX_ENTRIES)
         ]
     updated = max((created for _, created, *_ in entries), default=dt.datetime(1970, 1, 1))
     ET.SubElement(feed, f"{{{ATOM}}}updated").text = _stamp(updated)

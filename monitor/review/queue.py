@@ -19,17 +19,16 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
-
 from monitor.config import Settings
 from monitor.errors import UsageError
 from monitor.files import write_atomic
 from monitor.sources.base import arxiv_url
+from monitor.store.claims import active_claims
 from monitor.store.db import Store
-from monitor.store.models import Assessment, Claim, Paper, PaperVersion, Review
+from monitor.store.models import Assessment, Claim, Paper, Review
+from monitor.store.papers import abstracts_of
 from monitor.store.reviews import add_review, decisions_in_force, history
-from monitor.verdicts.rollup import active_claims, claim_dates, load_evidence
+from monitor.verdicts.rollup import claim_dates, load_evidence
 from monitor.verdicts.rules import STANCES, EvidenceItem, Thresholds, decide
 
 LABELS = (*STANCES, "UNRELATED")
@@ -98,7 +97,7 @@ def review_queue(store: Store, settings: Settings) -> list[ReviewItem]:
                     key = (priority, -th.weight(item), item.assessment_id)
                     queue.append((key, item, claim, outcome.status, priority))
         queue.sort(key=lambda entry: entry[0])
-        abstracts = _abstracts(s, [(e[1].arxiv_id, e[1].version) for e in queue])
+        abstracts = abstracts_of(s, [(e[1].arxiv_id, e[1].version) for e in queue])
         return [
             ReviewItem(
                 assessment_id=item.assessment_id,
@@ -120,18 +119,6 @@ def review_queue(store: Store, settings: Settings) -> list[ReviewItem]:
             )
             for _, item, claim, status, priority in queue
         ]
-
-
-def _abstracts(session: Session, keys: list[tuple[str, int]]) -> dict[tuple[str, int], str]:
-    """Each (paper, version)'s abstract: the version's own, else the paper's."""
-    ids = sorted({arxiv_id for arxiv_id, _ in keys})
-    if not ids:
-        return {}
-    versions = select(PaperVersion.arxiv_id, PaperVersion.version, PaperVersion.abstract)
-    by_version = {(a, v): t for a, v, t in session.execute(versions.where(PaperVersion.arxiv_id.in_(ids)))}
-    papers = select(Paper.arxiv_id, Paper.abstract).where(Paper.arxiv_id.in_(ids))
-    by_paper = {a: t for a, t in session.execute(papers)}
-    return {key: by_version.get(key) or by_paper.get(key[0], "") for key in keys}
 
 
 @dataclass(frozen=True)

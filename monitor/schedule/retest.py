@@ -22,8 +22,9 @@ from monitor.errors import InputError
 from monitor.schedule.lock import RunLock, locked_run
 from monitor.schedule.pipeline import Assess, Steps, assess, sync_claims, verdicts_step
 from monitor.schedule.signals import StopFlag
+from monitor.store.claims import active_claims, active_claims_of_line
 from monitor.store.db import Store
-from monitor.store.models import Claim, LineClaim
+from monitor.store.models import Claim
 
 
 @dataclass
@@ -101,7 +102,7 @@ def resolve_claims(store: Store, claim_ids: list[str] | None, line_id: str | Non
         return None
     successors = _successor_map(store)
     with store.session() as s:
-        active = set(s.scalars(select(Claim.id).where(Claim.retired_at.is_(None))))
+        active = {c.id for c in active_claims(s)}
         chosen: list[str] = []
         for cid in claim_ids or []:
             target = successors.get(cid, cid)
@@ -109,18 +110,12 @@ def resolve_claims(store: Store, claim_ids: list[str] | None, line_id: str | Non
                 raise InputError("--claim", None, f"no active claim {cid!r} (see `monitor claims`)")
             chosen.append(target)
         if line_id:
-            linked = list(
-                s.scalars(
-                    select(LineClaim.claim_id).where(
-                        LineClaim.line_id == line_id, LineClaim.retired_at.is_(None)
-                    )
-                )
-            )
+            linked = [c.id for c in active_claims_of_line(s, line_id)]
             if not linked:
                 raise InputError(
                     "--line", None, f"no line {line_id!r} with active claims (see `monitor lines`)"
                 )
-            chosen.extend(c for c in linked if c in active)
+            chosen.extend(linked)
     return sorted(set(chosen))
 
 

@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import arxiv
-from sqlalchemy import select
 
 from monitor.config import Settings
 from monitor.errors import SourceError
@@ -41,6 +40,7 @@ from monitor.sources.base import PaperRecord, is_arxiv_id, split_arxiv_id
 from monitor.sources.client import PoliteSession, require_well_formed_xml
 from monitor.sources.files import read_snapshot
 from monitor.store.db import Store
+from monitor.store.lines import active_anchors
 from monitor.store.models import Anchor, utcnow
 from monitor.store.runs import RunRecord
 
@@ -222,10 +222,7 @@ def verify_anchors(
 ) -> AnchorReport:
     """Check every active anchor (online, or against a snapshot file) and store the outcome."""
     with store.session() as s:
-        anchors = s.scalars(
-            select(Anchor).where(Anchor.retired_at.is_(None)).order_by(Anchor.line_id, Anchor.position)
-        ).all()
-        wanted = [(a.id, a.arxiv_id) for a in anchors]
+        wanted = [(a.id, a.arxiv_id) for a in active_anchors(s)]
     ids = sorted({split_arxiv_id(raw)[0] for _, raw in wanted if is_arxiv_id(raw)})
     report = AnchorReport()
     if source == "sample":

@@ -31,8 +31,8 @@ from monitor.config import Settings
 from monitor.errors import SourceError
 from monitor.sources.base import Batch, PaperRecord, Source, clean_text, split_arxiv_id, to_naive_utc
 from monitor.sources.client import PoliteSession, require_well_formed_xml
-from monitor.sources.ingest import get_mark
 from monitor.store.db import Store
+from monitor.store.marks import get_mark
 
 log = logging.getLogger(__name__)
 

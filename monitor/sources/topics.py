@@ -11,11 +11,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from sqlalchemy import select
-
 from monitor.config import Settings
+from monitor.store.claims import active_claims_of_line
 from monitor.store.db import Store
-from monitor.store.models import Anchor, Claim, Line, LineClaim
+from monitor.store.lines import active_anchor_titles, active_lines
 
 DERIVED_TERMS = 6
 _WORD = re.compile(r"[a-z][a-z0-9-]+")
@@ -149,28 +148,19 @@ def line_topics(store: Store, settings: Settings) -> dict[str, list[str]]:
     configured = settings.arxiv.topics
     result: dict[str, list[str]] = {}
     with store.session() as s:
-        lines = s.scalars(select(Line).where(Line.retired_at.is_(None)).order_by(Line.id)).all()
-        for line in lines:
+        for line in active_lines(s):
             if configured.get(line.id):
                 result[line.id] = list(configured[line.id])
                 continue
             if line.topics:
                 result[line.id] = list(line.topics)
                 continue
-            claims = s.scalars(
-                select(Claim)
-                .join(LineClaim, LineClaim.claim_id == Claim.id)
-                .where(
-                    LineClaim.line_id == line.id, LineClaim.retired_at.is_(None), Claim.retired_at.is_(None)
-                )
-            ).all()
+            claims = active_claims_of_line(s, line.id)
             claim_topics = sorted({t for c in claims for t in (c.topics or [])})
             if claim_topics:
                 result[line.id] = claim_topics
                 continue
-            anchors = s.scalars(
-                select(Anchor.cited_title).where(Anchor.line_id == line.id, Anchor.retired_at.is_(None))
-            ).all()
+            anchors = active_anchor_titles(s, line.id)
             texts = [c.text for c in claims] + [t for t in anchors if t]
             result[line.id] = derive_terms(texts)
     return result

@@ -6,6 +6,7 @@ from typing import Any
 
 from sqlalchemy import Select, func, select
 
+from monitor.store.claims import is_active
 from monitor.store.models import Candidate, Claim, Paper, PaperVersion
 
 
@@ -31,6 +32,6 @@ def candidate_pairs(*claim_columns: Any) -> Select[Any]:
             PaperVersion,
             (PaperVersion.arxiv_id == Candidate.arxiv_id) & (PaperVersion.version == Candidate.version),
         )
-        .where(Candidate.version == Paper.version, Claim.retired_at.is_(None))
+        .where(Candidate.version == Paper.version, is_active())
         .order_by(Candidate.arxiv_id, Candidate.version, Claim.id)
     )

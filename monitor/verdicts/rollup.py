@@ -13,23 +13,16 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from monitor.config import Settings
+from monitor.store.claims import active_claims, anchor_refs_by_claim, line_spans, lines_by_claim
 from monitor.store.db import Store
-from monitor.store.models import (
-    Anchor,
-    Assessment,
-    Claim,
-    Line,
-    LineClaim,
-    Paper,
-    PaperVersion,
-    Verdict,
-)
-from monitor.store.reviews import Decision, decisions_in_force, has_review
+from monitor.store.evidence import AssessmentRow, current_assessments
+from monitor.store.models import Claim, Verdict
+from monitor.store.reviews import Decision, decisions_in_force
 from monitor.store.runs import RunRecord
+from monitor.store.verdicts import latest_verdict, verdict_history
 from monitor.verdicts.rules import (
     CONFIRMED,
     DISMISSED,
@@ -100,43 +93,17 @@ def claim_date(claim: Claim, span: tuple[int, int] | None = None) -> ClaimDate:
     return ClaimDate(claim.date_start, claim.date_end, claim.date_precision, bool(claim.date_approximate))
 
 
-def line_spans(session: Session) -> dict[str, tuple[int, int]]:
-    """Each claim's lines' "Findings span" in years: the earliest start and latest end of its lines."""
-    rows = session.execute(
-        select(LineClaim.claim_id, Line.span_start, Line.span_end)
-        .join(Line, Line.id == LineClaim.line_id)
-        .where(LineClaim.retired_at.is_(None), Line.span_start.is_not(None), Line.span_end.is_not(None))
-    )
-    out: dict[str, tuple[int, int]] = {}
-    for claim_id, start, end in rows:
-        first, last = out.get(claim_id, (start, end))
-        out[claim_id] = (min(first, start), max(last, end))
-    return out
-
-
 def claim_dates(session: Session, claims: list[Claim]) -> dict[str, ClaimDate]:
     spans = line_spans(session)
     return {c.id: claim_date(c, spans.get(c.id)) for c in claims}
 
 
-def active_claims(session: Session, claim_ids: Iterable[str] | None = None) -> list[Claim]:
-    query = select(Claim).where(Claim.retired_at.is_(None)).order_by(Claim.id)
-    if claim_ids is not None:
-        query = query.where(Claim.id.in_(list(claim_ids)))
-    return list(session.scalars(query))
-
-
 def anchor_ids_by_claim(session: Session) -> dict[str, set[str]]:
     """Each claim's lines' anchor papers (without version suffix): the work the claim rests on."""
-    rows = session.execute(
-        select(LineClaim.claim_id, Anchor.arxiv_id)
-        .join(Anchor, Anchor.line_id == LineClaim.line_id)
-        .where(LineClaim.retired_at.is_(None), Anchor.retired_at.is_(None))
-    )
-    out: dict[str, set[str]] = defaultdict(set)
-    for claim_id, arxiv_id in rows:
-        out[claim_id].add(_VERSION_SUFFIX.sub("", arxiv_id.removeprefix("arXiv:")))
-    return out
+    return {
+        claim_id: {_VERSION_SUFFIX.sub("", ref.removeprefix("arXiv:")) for ref in refs}
+        for claim_id, refs in anchor_refs_by_claim(session).items()
+    }
 
 
 def load_evidence(
@@ -151,87 +118,44 @@ def load_evidence(
     count, so they are left in the database unless asked for (`monitor show`) or a curator reviewed the
     pair (they may have relabelled it).
     """
-    query = (
-        select(
-            Assessment.id,
-            Assessment.claim_id,
-            Assessment.arxiv_id,
-            Assessment.version,
-            Assessment.label,
-            Assessment.confidence,
-            Assessment.grounded,
-            Assessment.abstained,
-            Assessment.judge,
-            Assessment.model,
-            Assessment.evidence,
-            Assessment.rationale,
-            Paper.title,
-            Paper.published,
-            PaperVersion.title,
-            PaperVersion.updated,
-        )
-        .join(Paper, Paper.arxiv_id == Assessment.arxiv_id)
-        .outerjoin(
-            PaperVersion,
-            (PaperVersion.arxiv_id == Assessment.arxiv_id) & (PaperVersion.version == Assessment.version),
-        )
-        .where(Assessment.is_current.is_(True))
-        .order_by(Assessment.id)
-    )
-    if not include_unrelated:
-        query = query.where((Assessment.label != "UNRELATED") | has_review())
     if claim_ids is not None:
         claim_ids = list(claim_ids)
-        query = query.where(Assessment.claim_id.in_(claim_ids))
     anchors = anchor_ids_by_claim(session) if settings.verdicts.exclude_anchors else {}
     decisions = decisions_in_force(session, claim_ids)
     out: dict[str, list[EvidenceItem]] = defaultdict(list)
-    for row in session.execute(query):
-        (
-            aid,
-            claim_id,
-            arxiv_id,
-            version,
-            label,
-            confidence,
-            grounded,
-            abstained,
-            judge,
-            model,
-            evidence,
-            rationale,
-            paper_title,
-            published,
-            version_title,
-            version_updated,
-        ) = row
-        if arxiv_id in anchors.get(claim_id, ()):
+    for row in current_assessments(session, claim_ids, include_unrelated):
+        if row.arxiv_id in anchors.get(row.claim_id, ()):
             continue
-        appeared = published
-        if version > 1 and version_updated is not None:
-            appeared = version_updated.date()
-        item = EvidenceItem(
-            assessment_id=aid,
-            arxiv_id=arxiv_id,
-            version=version,
-            title=version_title or paper_title,
-            published=published,
-            appeared=appeared,
-            label=label,
-            confidence=confidence,
-            grounded=grounded,
-            abstained=bool(abstained),
-            judge=judge,
-            model=model,
-            evidence=evidence or "",
-            rationale=rationale or "",
-        )
-        decision = decisions.get((claim_id, arxiv_id))
+        item = _evidence_item(row)
+        decision = decisions.get((row.claim_id, row.arxiv_id))
         if decision is not None:
             item = with_decision(item, decision)
         if item.label != "UNRELATED" or include_unrelated:
-            out[claim_id].append(item)
+            out[row.claim_id].append(item)
     return out
+
+
+def _evidence_item(row: AssessmentRow) -> EvidenceItem:
+    """A current assessment as a rule input; a later version appeared when it was updated."""
+    appeared = row.published
+    if row.version > 1 and row.version_updated is not None:
+        appeared = row.version_updated.date()
+    return EvidenceItem(
+        assessment_id=row.id,
+        arxiv_id=row.arxiv_id,
+        version=row.version,
+        title=row.version_title or row.paper_title,
+        published=row.published,
+        appeared=appeared,
+        label=row.label,
+        confidence=row.confidence,
+        grounded=row.grounded,
+        abstained=bool(row.abstained),
+        judge=row.judge,
+        model=row.model,
+        evidence=row.evidence or "",
+        rationale=row.rationale or "",
+    )
 
 
 def with_decision(item: EvidenceItem, decision: Decision) -> EvidenceItem:
@@ -251,13 +175,6 @@ def outcomes(
     evidence = load_evidence(session, settings, [c.id for c in claims])
     dates = claim_dates(session, claims)
     return {c.id: decide(evidence.get(c.id, []), th, dates[c.id], as_of) for c in claims}
-
-
-def latest_verdict(session: Session, claim_id: str, as_of: dt.date | None = None) -> Verdict | None:
-    query = select(Verdict).where(Verdict.claim_id == claim_id)
-    if as_of is not None:
-        query = query.where(Verdict.as_of <= as_of)
-    return session.scalars(query.order_by(Verdict.as_of.desc(), Verdict.id.desc()).limit(1)).first()
 
 
 def summarise(outcome: Outcome) -> str:
@@ -332,19 +249,6 @@ def compute_verdicts(
     return changes
 
 
-def lines_by_claim(session: Session) -> dict[str, list[str]]:
-    rows = session.execute(
-        select(LineClaim.claim_id, LineClaim.line_id)
-        .join(Line, Line.id == LineClaim.line_id)
-        .where(LineClaim.retired_at.is_(None), Line.retired_at.is_(None))
-        .order_by(LineClaim.line_id, LineClaim.position)
-    )
-    out: dict[str, list[str]] = defaultdict(list)
-    for claim_id, line_id in rows:
-        out[claim_id].append(line_id)
-    return out
-
-
 def current_verdicts(
     store: Store, line_id: str | None = None, settings: Settings | None = None
 ) -> list[CurrentVerdict]:
@@ -384,12 +288,3 @@ def current_verdicts(
     order = {status: i for i, status in enumerate(STATUSES)}
     table.sort(key=lambda v: (order.get(v.status, 99), v.lines[:1], v.claim_id))
     return table
-
-
-def verdict_history(session: Session, claim_id: str) -> list[Verdict]:
-    """A claim's verdict rows, oldest first."""
-    return list(
-        session.scalars(
-            select(Verdict).where(Verdict.claim_id == claim_id).order_by(Verdict.as_of, Verdict.id)
-        )
-    )

@@ -12,9 +12,11 @@ from rich.table import Table
 
 from monitor.config import Settings
 from monitor.errors import InputError, UsageError
+from monitor.store.claims import claim_ids_with_prefix, lines_of_claim
 from monitor.store.db import Store
-from monitor.store.models import Claim, Line, LineClaim
-from monitor.verdicts.rollup import CurrentVerdict, claim_dates, load_evidence, verdict_history
+from monitor.store.models import Claim
+from monitor.store.verdicts import verdict_history
+from monitor.verdicts.rollup import CurrentVerdict, claim_dates, load_evidence
 from monitor.verdicts.rules import (
     DISMISSED,
     EvidenceItem,
@@ -101,9 +103,7 @@ def claim_detail(store: Store, settings: Settings, claim_id: str) -> ClaimDetail
     with store.session() as s:
         claim = s.get(Claim, claim_id)
         if claim is None:
-            matches = [
-                m for (m,) in s.query(Claim.id).filter(Claim.id.like(f"{claim_id}%")).order_by(Claim.id)
-            ]
+            matches = claim_ids_with_prefix(s, claim_id)
             if len(matches) == 1:
                 claim = s.get(Claim, matches[0])
             elif len(matches) > 1:
@@ -113,13 +113,7 @@ def claim_detail(store: Store, settings: Settings, claim_id: str) -> ClaimDetail
                 raise UsageError(f"claim id prefix {claim_id!r} is ambiguous: {shown}")
         if claim is None:
             raise InputError("claim", None, f"no claim with id {claim_id!r} (see `monitor verdicts`)")
-        lines = [
-            (line.id, line.question)
-            for line in s.query(Line)
-            .join(LineClaim, LineClaim.line_id == Line.id)
-            .filter(LineClaim.claim_id == claim.id, LineClaim.retired_at.is_(None))
-            .order_by(Line.id)
-        ]
+        lines = [(line.id, line.question) for line in lines_of_claim(s, claim.id)]
         date = claim_dates(s, [claim])[claim.id]
         cutoff = evidence_cutoff(date)
         items = load_evidence(s, settings, [claim.id], include_unrelated=True).get(claim.id, [])

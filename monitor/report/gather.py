@@ -1,0 +1,221 @@
+"""Gathering a period's digest view-model from the store.
+
+A claim's verdict in the digest is computed by the rules at the period's end (and, to say whether it
+changed, at the day before the period began), so any past period renders the same way whatever was run
+since. "New evidence" is a counted assessment whose paper version was announced in the period.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+
+from sqlalchemy.orm import Session
+
+from monitor.config import Settings
+from monitor.report.period import Period
+from monitor.report.research import research_questions
+from monitor.report.views import (
+    EVIDENCE_PER_CLAIM,
+    AnchorView,
+    ClaimView,
+    Digest,
+    EvidenceView,
+    LineView,
+    Summary,
+)
+from monitor.review.rewording import llm_configured, open_views, propose_rewordings
+from monitor.store.claims import active_claims, lines_by_claim
+from monitor.store.db import Store
+from monitor.store.digests import period_usage
+from monitor.store.failures import count_parked
+from monitor.store.lines import active_lines, ungrounded_anchors
+from monitor.store.models import Anchor, Claim, Line
+from monitor.store.papers import count_first_seen, count_published
+from monitor.store.runs import RunRecord
+from monitor.verdicts.rollup import outcomes
+from monitor.verdicts.rules import STATUSES, Outcome
+
+OTHER_LINE_ID = "_other"
+
+
+def _day_range(period: Period) -> tuple[dt.datetime, dt.datetime]:
+    start = dt.datetime.combine(period.start, dt.time())
+    return start, start + dt.timedelta(days=(period.end - period.start).days + 1)
+
+
+def _claim_view(claim: Claim, now: Outcome, before: Outcome, period: Period, lines: list[str]) -> ClaimView:
+    new = [EvidenceView(i, i in now.for_review) for i in now.counted if period.contains(i.appeared)]
+    # "Related, stance unclear" pairs of the period are shown for review; they move no verdict.
+    new += [EvidenceView(i, True) for i in now.unclear if period.contains(i.appeared)]
+    # Strongest first: stated before "stance unclear", against before for, then confidence.
+    new.sort(
+        key=lambda v: (
+            v.item.abstained,
+            v.item.label != "OVERTURNS",
+            v.item.label != "RELAXES",
+            -v.item.confidence,
+        )
+    )
+    more = max(0, len(new) - EVIDENCE_PER_CLAIM)
+    review = sum(1 for v in new if v.for_review)
+    new = new[:EVIDENCE_PER_CLAIM]
+    recent = now.strongest_recent
+    shown = {v.item for v in new} | ({recent} if recent else set())
+    return ClaimView(
+        id=claim.id,
+        text=claim.text,
+        date_text=claim.date_text,
+        status=now.status,
+        previous_status=before.status,
+        last_changed=now.last_changed,
+        new_evidence=new,
+        strongest_recent=EvidenceView(recent, recent in now.for_review) if recent else None,
+        rests_on=[EvidenceView(m, m in now.for_review) for m in now.movers[:3] if m not in shown],
+        review_count=review,
+        line_ids=lines,
+        strength=now.strength if now.counted else {},
+        dated=claim.kind == "dated",
+        conditions=[
+            EvidenceView(i) for i in now.counted if i.reviewed and i.label == "RELAXES" and i.evidence
+        ],
+        more_evidence=more,
+        moved_by=EvidenceView(now.movers[0], now.movers[0] in now.for_review) if now.movers else None,
+    )
+
+
+def _urgency(view: ClaimView) -> tuple[int, int, str]:
+    order = {status: i for i, status in enumerate(STATUSES)}
+    return (0 if view.changed else 1, order.get(view.status, 9), view.id)
+
+
+def _summary(s: Session, settings: Settings, period: Period, claims: list[ClaimView]) -> Summary:
+    start, stop = _day_range(period)
+    usage = period_usage(s, period.start, period.end, start, stop)
+    cost = (
+        usage.prompt_tokens * settings.judge.price_input_per_million
+        + usage.completion_tokens * settings.judge.price_output_per_million
+    ) / 1e6
+    counts = Counter(c.status for c in claims)
+    return Summary(
+        counts={status: counts.get(status, 0) for status in STATUSES},
+        changed=sorted((c for c in claims if c.changed), key=_urgency),
+        papers_published=count_published(s, period.start, period.end),
+        papers_first_seen=count_first_seen(s, start, stop),
+        pairs_judged=usage.judged,
+        new_evidence=sum(len(c.new_evidence) + c.more_evidence for c in claims),
+        for_review=sum(c.review_count for c in claims),
+        tokens=usage.prompt_tokens + usage.completion_tokens,
+        cost_usd=float(cost),
+        parked=count_parked(s),
+    )
+
+
+def gather_digest(
+    store: Store, settings: Settings, period: Period, run: RunRecord | None = None, ask_llm: bool = True
+) -> Digest:
+    """Build the digest view-model for one period (and ask for research questions when configured)."""
+    with store.session() as s:
+        claims = active_claims(s)
+        now = outcomes(s, settings, period.end, claims)
+        before = outcomes(s, settings, period.start - dt.timedelta(days=1), claims)
+        by_claim = lines_by_claim(s)
+        views = {
+            c.id: _claim_view(c, now[c.id], before[c.id], period, by_claim.get(c.id, [])) for c in claims
+        }
+        line_rows = {ln.id: ln for ln in active_lines(s)}
+        anchors = ungrounded_anchors(s)
+        summary = _summary(s, settings, period, list(views.values()))
+    if ask_llm:
+        _propose_wordings(store, settings, views, run)
+    for proposal in open_views(store, list(views)):
+        views[proposal.claim_id].proposal = proposal
+        summary.proposals += 1
+    lines = _line_views(views, line_rows, anchors)
+    if ask_llm:
+        for line in lines:
+            line.questions = research_questions(store, settings, line, line.detailed, run)
+    return Digest(
+        title=settings.report.title,
+        period=period,
+        generated_at=dt.datetime.now(dt.UTC).replace(microsecond=0, tzinfo=None),
+        summary=summary,
+        lines=lines,
+        llm=settings.judge.resolved_provider() == "openai",
+        recent_months=settings.verdicts.recent_months,
+        move_strength=settings.verdicts.move_strength,
+        overturn_strength=settings.verdicts.overturn_strength,
+    )
+
+
+def _propose_wordings(
+    store: Store, settings: Settings, views: dict[str, ClaimView], run: RunRecord | None
+) -> None:
+    """With an LLM configured, a narrowed wording for each claim that confirmed RELAXES evidence bounds."""
+    due = [v.id for v in views.values() if v.conditions]
+    if not due or not llm_configured(settings):
+        return
+    done = propose_rewordings(store, settings, due, run.id if run else None)
+    if run is not None:
+        run.warnings.extend(f"no proposed wording for {failure}" for failure in done.failed)
+
+
+def _line_views(
+    views: dict[str, ClaimView], line_rows: dict[str, Line], anchors: list[Anchor]
+) -> list[LineView]:
+    sections: dict[str, LineView] = {
+        line_id: LineView(id=line_id, question=row.question) for line_id, row in line_rows.items()
+    }
+    for view in views.values():
+        if not [lid for lid in view.line_ids if lid in sections]:
+            sections.setdefault(OTHER_LINE_ID, LineView(id=OTHER_LINE_ID, question="Claims outside any line"))
+            view.line_ids = [OTHER_LINE_ID]
+    for anchor in anchors:
+        if anchor.line_id in sections:
+            sections[anchor.line_id].ungrounded_anchors.append(
+                AnchorView(anchor.arxiv_id, anchor.cited_title, anchor.status)
+            )
+
+    ordered = sorted(sections, key=lambda lid: (lid == OTHER_LINE_ID, *_weight(views, lid)))
+    _place_claims(views, sections, ordered)
+    for section in sections.values():
+        _each_paper_once(section)
+    return [sections[lid] for lid in ordered if sections[lid].claims]
+
+
+def _weight(views: dict[str, ClaimView], line_id: str) -> tuple[int, int, str]:
+    """A line's rank: most changed verdicts, then most new evidence, then id."""
+    mine = [v for v in views.values() if line_id in v.line_ids]
+    news = sum(len(v.new_evidence) + v.more_evidence for v in mine)
+    return (-sum(v.changed for v in mine), -news, line_id)
+
+
+def _place_claims(views: dict[str, ClaimView], sections: dict[str, LineView], ordered: list[str]) -> None:
+    """Each claim in full under its first line (in `ordered`), named under its others; quiet otherwise."""
+    position = {lid: i for i, lid in enumerate(ordered)}
+    for view in sorted(views.values(), key=lambda v: (not v.dated, *_urgency(v))):
+        homes = sorted((lid for lid in view.line_ids if lid in sections), key=position.__getitem__)
+        view.home_line = homes[0]
+        for lid in homes:
+            section = sections[lid]
+            if not view.newsworthy:
+                section.quiet.append(view)
+            elif lid == view.home_line:
+                section.detailed.append(view)
+            else:
+                section.elsewhere.append(view)
+
+
+def _each_paper_once(section: LineView) -> None:
+    """A paper bearing on several claims of a line is shown in full once, under the first of them;
+    later claims name it in one line, and the full entry lists the other claims it bears on."""
+    first: dict[str, tuple[str, EvidenceView]] = {}
+    for claim in section.detailed:
+        for view in claim.new_evidence:
+            ref = view.item.ref
+            if ref not in first:
+                first[ref] = (claim.id, view)
+                continue
+            home, full = first[ref]
+            view.shown_under = home
+            full.also.append((claim.id, view.item.label))

@@ -1,0 +1,162 @@
+"""The digest's view-model: what a template shows of a period, built by gather.py."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+from monitor.report.period import Period
+from monitor.report.research import ResearchQuestions
+from monitor.review.rewording import ProposalView
+from monitor.sources.base import arxiv_url
+from monitor.verdicts.rules import EvidenceItem
+
+# New evidence shown per claim; the rest is one line pointing at `monitor show` (a week of real volume
+# otherwise buries the reader: issue 12).
+EVIDENCE_PER_CLAIM = 3
+
+
+@dataclass
+class EvidenceView:
+    """One paper's bearing on a claim, as the digest shows it."""
+
+    item: EvidenceItem
+    for_review: bool = False  # waits for a curator, or an OVERTURNS too weak to overturn the claim
+    shown_under: str = ""  # shown in full under this earlier claim of the same line: one line here
+    also: list[tuple[str, str]] = field(default_factory=list)  # (claim id, label) further down the line
+
+    @property
+    def url(self) -> str:
+        return arxiv_url(self.item.ref)
+
+
+@dataclass
+class ClaimView:
+    """A claim under a line: verdict at the period's end, whether it moved, and what is new."""
+
+    id: str
+    text: str
+    date_text: str | None
+    status: str
+    previous_status: str
+    last_changed: dt.date | None
+    new_evidence: list[EvidenceView] = field(default_factory=list)
+    strongest_recent: EvidenceView | None = None
+    rests_on: list[EvidenceView] = field(default_factory=list)  # papers behind the verdict, not new
+    review_count: int = 0
+    line_ids: list[str] = field(default_factory=list)
+    home_line: str = ""  # the line under which the claim is shown in full
+    strength: dict[str, float] = field(default_factory=dict)  # per side at the period's end (rules.py)
+    more_evidence: int = 0  # new evidence beyond the strongest EVIDENCE_PER_CLAIM, not shown
+    dated: bool = False  # a dated claim (what the seeds' research prompts ask about): shown first
+    # Confirmed RELAXES: each quote names a condition under which the claim holds (or fails) only.
+    conditions: list[EvidenceView] = field(default_factory=list)
+    moved_by: EvidenceView | None = None  # the strongest paper behind a changed verdict
+    proposal: ProposalView | None = None  # an LLM's narrowed wording, waiting for a curator
+
+    @property
+    def changed(self) -> bool:
+        return self.status != self.previous_status
+
+    @property
+    def newsworthy(self) -> bool:
+        return self.changed or bool(self.new_evidence)
+
+    @property
+    def short(self) -> str:
+        words = self.text.split()
+        return " ".join(words[:18]) + (" …" if len(words) > 18 else "")
+
+
+@dataclass
+class AnchorView:
+    arxiv_id: str
+    title: str | None
+    status: str
+
+
+@dataclass
+class LineView:
+    """An inquiring line's section: claims in full, claims shown under another line, quiet claims."""
+
+    id: str
+    question: str
+    detailed: list[ClaimView] = field(default_factory=list)
+    elsewhere: list[ClaimView] = field(default_factory=list)
+    quiet: list[ClaimView] = field(default_factory=list)
+    ungrounded_anchors: list[AnchorView] = field(default_factory=list)
+    questions: ResearchQuestions = field(default_factory=lambda: ResearchQuestions("no_evidence"))
+
+    @property
+    def claims(self) -> list[ClaimView]:
+        return self.detailed + self.elsewhere + self.quiet
+
+    @property
+    def quiet_tested(self) -> list[ClaimView]:
+        """Claims without news that do have a verdict: a one-line table row each."""
+        return [c for c in self.quiet if c.status != "UNTESTED"]
+
+    @property
+    def untested(self) -> list[ClaimView]:
+        """Claims without news and without a verdict yet: named, so the reader sees every claim."""
+        return [c for c in self.quiet if c.status == "UNTESTED"]
+
+    @property
+    def quiet_untested(self) -> int:
+        """How many `untested` (kept for templates that only count them)."""
+        return len(self.untested)
+
+
+@dataclass
+class Summary:
+    """The numbers at the top of a digest."""
+
+    counts: dict[str, int]
+    changed: list[ClaimView]
+    papers_published: int
+    papers_first_seen: int
+    pairs_judged: int
+    new_evidence: int
+    for_review: int
+    tokens: int
+    cost_usd: float
+    proposals: int = 0  # narrowed wordings waiting for a curator (`monitor review`)
+    parked: int = 0  # pairs the judge failed too often to keep asking (monitor/store/failures.py)
+
+    def as_stats(self) -> dict[str, Any]:
+        return {
+            "verdicts": dict(self.counts),
+            "changed": len(self.changed),
+            "papers_published": self.papers_published,
+            "papers_first_seen": self.papers_first_seen,
+            "pairs_judged": self.pairs_judged,
+            "new_evidence": self.new_evidence,
+            "for_review": self.for_review,
+            "proposals": self.proposals,
+            "tokens": self.tokens,
+            "cost_usd": round(self.cost_usd, 4),
+        }
+
+
+@dataclass
+class Digest:
+    """Everything a digest template needs."""
+
+    title: str
+    period: Period
+    generated_at: dt.datetime
+    summary: Summary
+    lines: list[LineView]
+    llm: bool
+    recent_months: int = 6
+    move_strength: float = 0.8
+    overturn_strength: float = 0.9
+
+    @property
+    def no_announcements(self) -> bool:
+        return self.summary.papers_published == 0 and self.summary.papers_first_seen == 0
+
+    @property
+    def no_relevant(self) -> bool:
+        return self.summary.new_evidence == 0 and not self.summary.changed

@@ -1,0 +1,69 @@
+"""Recorded digests (`digests` rows) and the judging work a digest period accounts for."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, NamedTuple
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from monitor.store.models import Assessment, Digest, LLMExchange, Paper
+
+
+class PeriodUsage(NamedTuple):
+    """Pairs judged for a period and the tokens its LLM calls used."""
+
+    judged: int
+    prompt_tokens: int
+    completion_tokens: int
+
+
+def period_usage(
+    session: Session, first: dt.date, last: dt.date, start: dt.datetime, stop: dt.datetime
+) -> PeriodUsage:
+    """Judgements made in [start, stop), or made later about papers published on `first`..`last`
+    (a replay judges past weeks today); tokens are those of their exchanges plus any other call
+    made in [start, stop)."""
+    in_period = (Assessment.created_at >= start) & (Assessment.created_at < stop)
+    about_period = Assessment.arxiv_id.in_(
+        select(Paper.arxiv_id).where(Paper.published.between(first, last))
+    ) & (Assessment.created_at >= start)
+    judged = session.scalar(select(func.count()).select_from(Assessment).where(in_period | about_period))
+    exchange_ids = select(Assessment.exchange_id).where(
+        (in_period | about_period) & Assessment.exchange_id.is_not(None)
+    )
+    prompt, completion = session.execute(
+        select(
+            func.coalesce(func.sum(LLMExchange.prompt_tokens), 0),
+            func.coalesce(func.sum(LLMExchange.completion_tokens), 0),
+        ).where(
+            ((LLMExchange.created_at >= start) & (LLMExchange.created_at < stop))
+            | LLMExchange.id.in_(exchange_ids)
+        )
+    ).one()
+    return PeriodUsage(int(judged or 0), int(prompt), int(completion))
+
+
+def save_digest(
+    session: Session,
+    period_key: str,
+    period_start: dt.date,
+    period_end: dt.date,
+    fields: dict[str, Any],
+) -> Digest:
+    """The period's one digest row, created if needed, with `fields` set; flushed, so it has an id."""
+    row = session.scalars(select(Digest).where(Digest.period_key == period_key)).first()
+    if row is None:
+        row = Digest(period_key=period_key, period_start=period_start, period_end=period_end)
+        session.add(row)
+    for name, value in fields.items():
+        setattr(row, name, value)
+    session.flush()
+    return row
+
+
+def recent_digests(session: Session, limit: int) -> list[Digest]:
+    """The newest `limit` digest rows, latest period first."""
+    query = select(Digest).order_by(Digest.period_end.desc(), Digest.id.desc()).limit(limit)
+    return list(session.scalars(query))

@@ -1,0 +1,91 @@
+"""Stored papers and their versions: which are known already, adding and updating them, their
+abstracts, and how many were published or first seen in a period.
+
+Known rows are read in chunks of ids and new ones inserted in bulk, so reloading a 22k-paper snapshot
+is a few dozen queries.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, NamedTuple
+
+from sqlalchemy import func, insert, select, update
+from sqlalchemy.orm import Session
+
+from monitor.store.chunks import in_chunks
+from monitor.store.models import Paper, PaperVersion
+
+
+class StoredPaper(NamedTuple):
+    """What a writer needs to know of a paper already stored."""
+
+    version: int
+    published: dt.date | None
+    updated: dt.datetime | None
+
+
+def stored_papers(session: Session, ids: list[str]) -> tuple[dict[str, StoredPaper], set[tuple[str, int]]]:
+    """Of `ids`, the papers stored already and every (arxiv_id, version) stored for them."""
+    known: dict[str, StoredPaper] = {}
+    versions: set[tuple[str, int]] = set()
+    for chunk in in_chunks(ids):
+        for arxiv_id, version, published, updated in session.execute(
+            select(Paper.arxiv_id, Paper.version, Paper.published, Paper.updated).where(
+                Paper.arxiv_id.in_(chunk)
+            )
+        ):
+            known[arxiv_id] = StoredPaper(version, published, updated)
+        versions.update(
+            (arxiv_id, version)
+            for arxiv_id, version in session.execute(
+                select(PaperVersion.arxiv_id, PaperVersion.version).where(PaperVersion.arxiv_id.in_(chunk))
+            )
+        )
+    return known, versions
+
+
+def add_papers(
+    session: Session,
+    papers: list[dict[str, Any]],
+    versions: list[dict[str, Any]],
+    updates: list[dict[str, Any]],
+) -> None:
+    """Insert new paper and version rows (column dicts) and apply `updates` (each keyed by arxiv_id)."""
+    # Core inserts (not ORM bulk): one executemany per table, no per-row primary-key fetching.
+    if papers:
+        session.execute(insert(Paper.__table__), papers)
+    if versions:
+        session.execute(insert(PaperVersion.__table__), versions)
+    for row in updates:
+        # One UPDATE per changed paper: these are few (new versions), and rows differ in columns.
+        session.execute(update(Paper).where(Paper.arxiv_id == row["arxiv_id"]).values(**row))
+
+
+def abstracts_of(session: Session, keys: list[tuple[str, int]]) -> dict[tuple[str, int], str]:
+    """Each (paper, version)'s abstract: the version's own, else the paper's."""
+    ids = sorted({arxiv_id for arxiv_id, _ in keys})
+    if not ids:
+        return {}
+    versions = select(PaperVersion.arxiv_id, PaperVersion.version, PaperVersion.abstract)
+    by_version = {(a, v): t for a, v, t in session.execute(versions.where(PaperVersion.arxiv_id.in_(ids)))}
+    papers = select(Paper.arxiv_id, Paper.abstract).where(Paper.arxiv_id.in_(ids))
+    by_paper = {a: t for a, t in session.execute(papers)}
+    return {key: by_version.get(key) or by_paper.get(key[0], "") for key in keys}
+
+
+def newest_published(session: Session) -> dt.date | None:
+    """The publication date of the newest stored paper."""
+    return session.scalar(select(func.max(Paper.published)))
+
+
+def count_published(session: Session, first: dt.date, last: dt.date) -> int:
+    """Papers published on the days `first` to `last`, both included."""
+    query = select(func.count()).select_from(Paper).where(Paper.published.between(first, last))
+    return int(session.scalar(query) or 0)
+
+
+def count_first_seen(session: Session, start: dt.datetime, stop: dt.datetime) -> int:
+    """Papers first stored in [start, stop)."""
+    query = select(func.count()).select_from(Paper).where(Paper.first_seen >= start, Paper.first_seen < stop)
+    return int(session.scalar(query) or 0)
