@@ -106,13 +106,33 @@ def start_paused(config: Path, point: str, marker: Path, *args: str) -> subproce
         text=True,
         env=env(MONITOR_TEST_PAUSE_AT=point, MONITOR_TEST_PAUSE_FILE=str(marker)),
     )
-    deadline = time.monotonic() + 240
+    wait_paused(proc, marker, point, 240)
+    return proc
+
+
+def wait_paused(proc: subprocess.Popen[str], marker: Path, point: str, timeout: float = 120) -> None:
+    """Wait until `proc` writes that it paused at `point`; fail with its output if it exits first."""
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if marker.exists() and f"PAUSED {point}" in marker.read_text():
-            return proc
+            return
         if proc.poll() is not None:
             out, err = proc.communicate()
             raise AssertionError(f"monitor exited {proc.returncode} before {point}:\n{out}\n{err}")
         time.sleep(0.1)
     proc.kill()
     raise AssertionError(f"monitor never reached {point}")
+
+
+def bare_monitor(*args: str, cwd: Path, **env_extra: str) -> subprocess.CompletedProcess[str]:
+    """`python -m monitor <args>` in `cwd` with no MONITOR_*/OPENAI_* variable but those given."""
+    clean = {k: v for k, v in os.environ.items() if not k.upper().startswith(("MONITOR_", "OPENAI_"))}
+    clean.update(COLUMNS="200", NO_COLOR="1", **env_extra)
+    return subprocess.run(
+        [sys.executable, "-m", "monitor", *args],
+        cwd=cwd,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
 import pytest
+from ops_helpers import bare_monitor
 from sqlalchemy import func, select
 
 from monitor.config import Settings, load_settings
@@ -23,16 +22,7 @@ BAD = Path(__file__).parent / "fixtures" / "seeds_bad"
 
 
 def monitor(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MONITOR_", "OPENAI_"))}
-    env.update(MONITOR_ARXIV_MIN_DELAY="0", COLUMNS="200", NO_COLOR="1")
-    return subprocess.run(
-        [sys.executable, "-m", "monitor", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return bare_monitor(*args, cwd=cwd, MONITOR_ARXIV_MIN_DELAY="0")
 
 
 def claim_rows(url: str) -> tuple[int, int, int]:

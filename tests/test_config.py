@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from ops_helpers import bare_monitor
 
 from monitor.config import LLM_JUDGE_RELEVANCE, OTHER_VARIABLES, Settings, load_settings
 from monitor.errors import ConfigError
@@ -15,16 +15,7 @@ from monitor.errors import ConfigError
 
 def monitor(*args: str, cwd: Path, **env_extra: str) -> subprocess.CompletedProcess[str]:
     """`monitor <args>` with only the MONITOR_* variables the test names (no test-only floor either)."""
-    env = {k: v for k, v in os.environ.items() if not k.upper().startswith(("MONITOR_", "OPENAI_"))}
-    env.update(COLUMNS="200", NO_COLOR="1", **env_extra)
-    return subprocess.run(
-        [sys.executable, "-m", "monitor", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return bare_monitor(*args, cwd=cwd, **env_extra)
 
 
 def assert_config_error(done: subprocess.CompletedProcess[str], *expected: str) -> None:

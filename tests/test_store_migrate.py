@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from ops_helpers import env, write_config
+from ops_helpers import env, wait_paused, write_config
 from sqlalchemy import create_engine, inspect
 
 from monitor.store import SCHEMA_VERSION, open_store
@@ -31,19 +31,6 @@ def _monitor(config: Path, *args: str, **extra: str) -> subprocess.Popen[str]:
     )
 
 
-def _wait_paused(proc: subprocess.Popen[str], marker: Path, point: str) -> None:
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if marker.exists() and f"PAUSED {point}" in marker.read_text():
-            return
-        if proc.poll() is not None:
-            out, err = proc.communicate()
-            raise AssertionError(f"monitor exited {proc.returncode} before {point}:\n{out}\n{err}")
-        time.sleep(0.1)
-    proc.kill()
-    raise AssertionError(f"monitor never reached {point}")
-
-
 def _tables(url: str) -> set[str]:
     engine = create_engine(url)
     try:
@@ -59,7 +46,7 @@ def test_a_kill_mid_migration_leaves_no_partial_schema(tmp_path: Path, db_url: s
     victim = _monitor(
         config, "seeds", "import", MONITOR_TEST_PAUSE_AT="migrate:v1", MONITOR_TEST_PAUSE_FILE=str(marker)
     )
-    _wait_paused(victim, marker, "migrate:v1")  # every table created, the version not yet written
+    wait_paused(victim, marker, "migrate:v1")  # every table created, the version not yet written
     os.kill(victim.pid, signal.SIGKILL)
     victim.wait(timeout=30)
     assert _tables(db_url) == set()  # nothing committed: not 16 of 19 tables, none
@@ -78,7 +65,7 @@ def test_two_first_runs_on_a_fresh_database_never_fail_on_the_schema(tmp_path: P
     marker = tmp_path / "pause.txt"
     args = ("run", "--no-fetch", "--no-email")
     first = _monitor(config, *args, MONITOR_TEST_PAUSE_AT="migrate:v1", MONITOR_TEST_PAUSE_FILE=str(marker))
-    _wait_paused(first, marker, "migrate:v1")  # inside the migration, holding its lock
+    wait_paused(first, marker, "migrate:v1")  # inside the migration, holding its lock
     second = _monitor(config, *args)
     time.sleep(3)
     assert second.poll() is None  # waiting for the first migration, not failing on half a schema
