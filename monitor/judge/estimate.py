@@ -13,12 +13,10 @@ papers once and every share is a different cut of the same matrix.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from sqlalchemy import func, select
 
 from monitor.config import RelevanceSettings, Settings
 from monitor.judge.prompts import load_prompts
@@ -31,7 +29,8 @@ from monitor.relevance.screen import load_screen_prompts
 from monitor.relevance.select import batch_ceiling, load_claim_queries, make_scorer, paper_docs
 from monitor.relevance.text import ClaimQuery
 from monitor.store import Store
-from monitor.store.models import Claim, Paper, PaperVersion
+from monitor.store.claims import claim_dates
+from monitor.store.papers import latest_versions
 
 SHARES = (0.02, 0.05, 0.10, 0.20)
 
@@ -63,15 +62,7 @@ def _latest_papers(store: Store, days: int | None) -> list[PaperDoc]:
     """Each paper's latest version; with `days`, only papers published in the last `days` days before
     the newest one (a week's volume prices in seconds where the whole store would take minutes)."""
     with store.session() as session:
-        query = (
-            select(PaperVersion)
-            .join(Paper, (Paper.arxiv_id == PaperVersion.arxiv_id) & (Paper.version == PaperVersion.version))
-            .order_by(PaperVersion.id)
-        )
-        newest = session.scalar(select(func.max(Paper.published)))
-        if days is not None and newest is not None:
-            query = query.where(Paper.published > newest - dt.timedelta(days=days))
-        return paper_docs(list(session.scalars(query)))
+        return paper_docs(latest_versions(session, days))
 
 
 def _chosen(
@@ -129,7 +120,7 @@ def _screen_cost(
 
 def _claim_texts(store: Store, queries: Sequence[ClaimQuery]) -> list[ClaimText]:
     with store.session() as session:
-        dates = dict(session.execute(select(Claim.id, Claim.date_text)).all())
+        dates = claim_dates(session)
     return [ClaimText(id=q.claim_id, text=q.text, date_text=dates.get(q.claim_id)) for q in queries]
 
 

@@ -13,16 +13,14 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from sqlalchemy import select
-
 from monitor.judge.base import LABELS, Judge
 from monitor.judge.prompts import JudgePrompts
 from monitor.llm.cost import estimate_tokens
 from monitor.llm.texts import ClaimText, PaperText
-from monitor.store.candidates import candidate_pairs
+from monitor.store.assessments import judged_keys
+from monitor.store.candidates import pairs_to_judge
 from monitor.store.db import Store
 from monitor.store.failures import parked_keys
-from monitor.store.models import Assessment, Candidate, Claim, Paper
 
 # Rough size of one claim's answer, for estimates before anything is called.
 COMPLETION_TOKENS_PER_CLAIM = 120
@@ -121,25 +119,11 @@ def pending_units(
 
     Parked pairs are left out unless `force` or `retry_parked`; `summary.parked` counts them.
     """
-    # Pairs an LLM screen has not kept (pending or dropped) are not the judge's.
-    query = candidate_pairs(Claim.date_text, Paper.published)
-    query = query.where(Candidate.screen.is_(None) | (Candidate.screen == "kept"))
-    if claim_ids:
-        query = query.where(Claim.id.in_(claim_ids))
-    if since:
-        query = query.where(Paper.published >= since)
     with store.session() as session:
-        rows = session.execute(query).all()
+        rows = pairs_to_judge(session, claim_ids, since)
         done: set[str] = set()
         if not force and rows:
-            done_query = select(Assessment.cache_key).where(
-                Assessment.judge == judge.name,
-                Assessment.model == judge.model,
-                Assessment.prompt_version == judge.prompt_version,
-            )
-            if claim_ids:
-                done_query = done_query.where(Assessment.claim_id.in_(claim_ids))
-            done = set(session.scalars(done_query))
+            done = judged_keys(session, judge.name, judge.model, judge.prompt_version, claim_ids)
         parked = parked_keys(session) if rows and not (force or retry_parked) else set()
     per_call = max(1, judge.claims_per_call)
     units: list[WorkUnit] = []

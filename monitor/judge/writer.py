@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import logging
 
-from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from monitor.judge.base import LABELS, Judge, Judgement
 from monitor.judge.grounding import ground
 from monitor.judge.work import JudgeSummary, Pair, WorkUnit
 from monitor.llm.texts import PaperText
+from monitor.store.assessments import add_assessment, is_judged, next_generation, supersede
 from monitor.store.db import Store
 from monitor.store.failures import FailedPair, clear_failure, record_failure
-from monitor.store.models import Assessment
 
 log = logging.getLogger(__name__)
 
@@ -81,48 +80,34 @@ class AssessmentWriter:
             with self.store.session() as session:
                 generation = 0
                 if self.force:
-                    latest = session.scalar(
-                        select(func.max(Assessment.generation)).where(Assessment.cache_key == pair.cache_key)
-                    )
-                    generation = 0 if latest is None else latest + 1
-                elif session.scalar(
-                    select(Assessment.id).where(Assessment.cache_key == pair.cache_key).limit(1)
-                ):
+                    generation = next_generation(session, pair.cache_key)
+                elif is_judged(session, pair.cache_key):
                     self.summary.skipped += 1
                     return
-                row = Assessment(
-                    cache_key=pair.cache_key,
-                    generation=generation,
-                    arxiv_id=paper.arxiv_id,
-                    version=paper.version,
-                    claim_id=pair.claim.id,
-                    claim_text_hash=pair.claim_text_hash,
-                    judge=self.judge.name,
-                    model=self.judge.model,
-                    prompt_version=self.judge.prompt_version,
-                    label=judgement.label,
-                    confidence=min(1.0, max(0.0, grounding.confidence)),
-                    rationale=judgement.rationale,
-                    evidence=judgement.evidence,
-                    grounded=grounding.grounded,
-                    abstained=judgement.abstained,
-                    is_current=True,
-                    exchange_id=judgement.exchange_id,
-                    run_id=self.run_id,
+                row = add_assessment(
+                    session,
+                    {
+                        "cache_key": pair.cache_key,
+                        "generation": generation,
+                        "arxiv_id": paper.arxiv_id,
+                        "version": paper.version,
+                        "claim_id": pair.claim.id,
+                        "claim_text_hash": pair.claim_text_hash,
+                        "judge": self.judge.name,
+                        "model": self.judge.model,
+                        "prompt_version": self.judge.prompt_version,
+                        "label": judgement.label,
+                        "confidence": min(1.0, max(0.0, grounding.confidence)),
+                        "rationale": judgement.rationale,
+                        "evidence": judgement.evidence,
+                        "grounded": grounding.grounded,
+                        "abstained": judgement.abstained,
+                        "exchange_id": judgement.exchange_id,
+                        "run_id": self.run_id,
+                    },
                 )
-                session.add(row)
-                session.flush()
                 clear_failure(session, pair.cache_key)  # answered at last: no longer failing or parked
-                session.execute(
-                    update(Assessment)
-                    .where(
-                        Assessment.arxiv_id == paper.arxiv_id,
-                        Assessment.claim_id == pair.claim.id,
-                        Assessment.id != row.id,
-                        Assessment.is_current.is_(True),
-                    )
-                    .values(is_current=False)
-                )
+                supersede(session, row)
         except IntegrityError:
             # A concurrent run wrote this (cache_key, generation) first: its row stands.
             self.summary.skipped += 1

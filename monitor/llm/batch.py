@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from openai import OpenAI
-from sqlalchemy import select
 
 from monitor.llm.answers import looks_like_refusal
 from monitor.llm.texts import Exchange, Recorder
+from monitor.store.batches import add_batch, mark_batch_collected, set_batch_status, uncollected_batches
 from monitor.store.db import Store
-from monitor.store.models import JudgeBatch, utcnow
+from monitor.store.models import JudgeBatch
 
 log = logging.getLogger(__name__)
 
@@ -40,12 +40,8 @@ def plain_version(row: JudgeBatch) -> str:
 
 def open_batches(store: Store, stage: Stage) -> list[JudgeBatch]:
     """The stage's batches not collected yet, oldest first."""
-    screen = JudgeBatch.prompt_version.startswith(_SCREEN)
     with store.session() as session:
-        query = select(JudgeBatch).where(
-            JudgeBatch.status != "collected", screen if stage == "screen" else ~screen
-        )
-        return list(session.scalars(query.order_by(JudgeBatch.id)))
+        return uncollected_batches(session, _SCREEN, stage == "screen")
 
 
 def carried(rows: list[JudgeBatch], key: str) -> set[Any]:
@@ -77,17 +73,18 @@ def submit(
         metadata={"tool": "claim-monitor", "stage": stage, "prompt_version": meta["prompt_version"]},
     )
     with store.session() as session:
-        session.add(
-            JudgeBatch(
-                batch_id=batch.id,
-                input_file_id=uploaded.id,
-                status=batch.status,
-                model=meta["model"],
-                prompt_version=version,
-                requests=requests,
-                pairs=meta["pairs"],
-                run_id=meta.get("run_id"),
-            )
+        add_batch(
+            session,
+            {
+                "batch_id": batch.id,
+                "input_file_id": uploaded.id,
+                "status": batch.status,
+                "model": meta["model"],
+                "prompt_version": version,
+                "requests": requests,
+                "pairs": meta["pairs"],
+                "run_id": meta.get("run_id"),
+            },
         )
     log.info("submitted %s batch %s with %d calls", stage, batch.id, len(requests))
     return batch.id
@@ -98,7 +95,7 @@ def poll(store: Store, client: OpenAI, row: JudgeBatch) -> tuple[str, list[dict[
     batch = client.batches.retrieve(row.batch_id)
     if batch.status not in FINISHED:
         with store.session() as session:
-            session.get(JudgeBatch, row.id).status = batch.status  # type: ignore[union-attr]
+            set_batch_status(session, row.id, batch.status)
         return batch.status, None
     lines: list[dict[str, Any]] = []
     if batch.output_file_id:
@@ -110,12 +107,7 @@ def poll(store: Store, client: OpenAI, row: JudgeBatch) -> tuple[str, list[dict[
 
 def mark_collected(store: Store, row: JudgeBatch) -> None:
     with store.session() as session:
-        stored = session.get(JudgeBatch, row.id)
-        stored.status, stored.output_file_id, stored.collected_at = (  # type: ignore[union-attr]
-            "collected",
-            row.output_file_id,
-            utcnow(),
-        )
+        mark_batch_collected(session, row.id, row.output_file_id)
 
 
 @dataclass

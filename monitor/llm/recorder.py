@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from monitor.llm.texts import Exchange
 from monitor.store.db import Store
-from monitor.store.models import LLMExchange
+from monitor.store.exchanges import add_exchange
 
 
 @dataclass
@@ -34,23 +34,21 @@ class ExchangeRecorder:
         request = dict(exchange.request)
         if exchange.extra:
             request["meta"] = exchange.extra
-        row = LLMExchange(
-            run_id=self.run_id,
-            provider=exchange.provider,
-            model=exchange.model,
-            prompt_version=exchange.prompt_version,
-            request=request,
-            response=exchange.response,
-            response_format=exchange.response_format,
-            prompt_tokens=exchange.prompt_tokens,
-            completion_tokens=exchange.completion_tokens,
-            latency_ms=exchange.latency_ms,
-            error=exchange.error,
-        )
+        fields = {
+            "run_id": self.run_id,
+            "provider": exchange.provider,
+            "model": exchange.model,
+            "prompt_version": exchange.prompt_version,
+            "request": request,
+            "response": exchange.response,
+            "response_format": exchange.response_format,
+            "prompt_tokens": exchange.prompt_tokens,
+            "completion_tokens": exchange.completion_tokens,
+            "latency_ms": exchange.latency_ms,
+            "error": exchange.error,
+        }
         with self.store.session() as session:
-            session.add(row)
-            session.flush()
-            row_id = row.id
+            row_id = add_exchange(session, fields)
         with self._lock:
             self.calls += 1
             self.failed_calls += 1 if exchange.error else 0

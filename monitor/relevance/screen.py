@@ -23,7 +23,6 @@ from typing import Any
 
 from openai import OpenAI
 from pydantic import BaseModel, ConfigDict, ValidationError
-from sqlalchemy import func, select, update
 
 from monitor.config import Settings
 from monitor.errors import ConfigError, MonitorError
@@ -35,12 +34,10 @@ from monitor.llm.texts import ClaimText, PaperText, Recorder
 from monitor.llm.transport import ChatTransport, Mode, Question
 from monitor.llm.workers import Budget, run_bounded
 from monitor.store import Store
-from monitor.store.candidates import candidate_pairs
-from monitor.store.models import Candidate, Claim
+from monitor.store.candidates import count_screen_pending, pairs_to_screen, save_screen_answer
 from monitor.store.runs import RunRecord
 
 TEMPLATE_NAMES = ("screen_system.j2", "screen_user.j2", "screen_correction.j2")
-PENDING, KEPT, DROPPED = "pending", "kept", "dropped"
 
 
 @dataclass(frozen=True)
@@ -187,11 +184,8 @@ class ScreenUnit:
 
 
 def pending_screen_units(store: Store, per_call: int, claim_ids: list[str] | None) -> list[ScreenUnit]:
-    query = candidate_pairs().where(Candidate.screen == PENDING)
-    if claim_ids:
-        query = query.where(Claim.id.in_(claim_ids))
     with store.session() as session:
-        rows = session.execute(query).all()
+        rows = pairs_to_screen(session, claim_ids)
     units: list[ScreenUnit] = []
     for arxiv_id, version, claim_id, text, title, abstract in rows:
         last = units[-1] if units else None
@@ -216,18 +210,9 @@ def estimate_units(units: list[ScreenUnit], prompts: ScreenPrompts) -> tuple[int
 
 def save_answer(store: Store, unit: ScreenUnit, kept: set[str], exchange_id: int | None) -> tuple[int, int]:
     """Mark the unit's pairs kept or dropped (those still pending); returns (kept, dropped)."""
+    answer = {claim.id: claim.id in kept for claim in unit.claims}
     with store.session() as session:
-        for claim in unit.claims:
-            session.execute(
-                update(Candidate)
-                .where(
-                    Candidate.arxiv_id == unit.paper.arxiv_id,
-                    Candidate.version == unit.paper.version,
-                    Candidate.claim_id == claim.id,
-                    Candidate.screen == PENDING,
-                )
-                .values(screen=KEPT if claim.id in kept else DROPPED, screen_exchange_id=exchange_id)
-            )
+        save_screen_answer(session, unit.paper.arxiv_id, unit.paper.version, answer, exchange_id)
     return len(kept), len(unit.claims) - len(kept)
 
 
@@ -254,7 +239,8 @@ def screen_pending(
             _screen_units(store, settings, screen or LLMScreen(settings), units, recorder, summary, run)
     summary.calls = recorder.calls
     summary.prompt_tokens, summary.completion_tokens = recorder.prompt_tokens, recorder.completion_tokens
-    summary.pending_left = _pending_left(store, claim_ids)
+    with store.session() as session:
+        summary.pending_left = count_screen_pending(session, claim_ids)
     summary.seconds = time.monotonic() - began
     if run is not None:
         run.tokens += recorder.tokens
@@ -308,14 +294,6 @@ def _screen_units(
         summary.stopped = f"token budget {budget} spent"
     summary.papers = len(done - failed)
     summary.failed_papers = len(failed)
-
-
-def _pending_left(store: Store, claim_ids: list[str] | None) -> int:
-    with store.session() as session:
-        left = select(func.count()).select_from(Candidate).where(Candidate.screen == PENDING)
-        if claim_ids:
-            left = left.where(Candidate.claim_id.in_(claim_ids))
-        return session.scalar(left) or 0
 
 
 def estimate_screen(store: Store, settings: Settings) -> dict[str, object]:

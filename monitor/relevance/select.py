@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from monitor.claims.ids import text_hash
@@ -27,12 +26,15 @@ from monitor.config import RelevanceSettings, Settings
 from monitor.progress import progress_bar
 from monitor.relevance.reference import claim_cuts
 from monitor.relevance.scoring import PaperDoc, RelevanceScorer, select_pairs
-from monitor.relevance.screen import PENDING, screen_pending
+from monitor.relevance.screen import screen_pending
 from monitor.relevance.text import ClaimQuery
 from monitor.store import Store
-from monitor.store.claims import active_claims
-from monitor.store.models import Candidate, Line, LineClaim, PaperVersion, RelevanceMark, utcnow
+from monitor.store.candidates import SCREEN_PENDING, add_candidate, candidate_keys
+from monitor.store.claims import active_claims, line_contexts
+from monitor.store.models import PaperVersion
+from monitor.store.papers import count_versions_between, last_version_row, versions_between
 from monitor.store.runs import RunRecord
+from monitor.store.scan_marks import scanned_upto, set_scanned_upto
 
 
 @dataclass
@@ -60,13 +62,7 @@ def load_claim_queries(session: Session, claim_ids: Sequence[str] | None = None)
     """Active claims with their note titles, line questions and topics."""
     claims = active_claims(session, claim_ids)
     context: dict[str, tuple[list[str], list[str]]] = {c.id: ([], list(c.topics or [])) for c in claims}
-    links = session.execute(
-        select(LineClaim.claim_id, Line.question, Line.topics)
-        .join(Line, Line.id == LineClaim.line_id)
-        .where(LineClaim.retired_at.is_(None), LineClaim.claim_id.in_(list(context)))
-        .order_by(LineClaim.claim_id, LineClaim.line_id)
-    )
-    for claim_id, question, topics in links:
+    for claim_id, question, topics in line_contexts(session, context):
         questions, all_topics = context[claim_id]
         if question and question not in questions:
             questions.append(question)
@@ -86,24 +82,15 @@ def load_claim_queries(session: Session, claim_ids: Sequence[str] | None = None)
 
 def _load_marks(session: Session, claims: Sequence[ClaimQuery]) -> dict[str, int]:
     """Per claim id, the last paper_versions.id scanned for its current text (0: none yet)."""
-    wanted = {(c.claim_id, c.text_hash) for c in claims}
     marks = dict.fromkeys((c.claim_id for c in claims), 0)
-    rows = session.scalars(select(RelevanceMark).where(RelevanceMark.claim_id.in_(list(marks))))
-    for row in rows:
-        if (row.claim_id, row.claim_text_hash) in wanted:
-            marks[row.claim_id] = row.last_version_row
+    marks.update(scanned_upto(session, ((c.claim_id, c.text_hash) for c in claims)))
     return marks
 
 
 def _advance_marks(session: Session, claims: Sequence[ClaimQuery], marks: dict[str, int], upto: int) -> None:
     for claim in claims:
         marks[claim.claim_id] = max(marks[claim.claim_id], upto)
-        row = session.get(RelevanceMark, (claim.claim_id, claim.text_hash))
-        if row is None:
-            row = RelevanceMark(claim_id=claim.claim_id, claim_text_hash=claim.text_hash)
-            session.add(row)
-        row.last_version_row = marks[claim.claim_id]
-        row.updated_at = utcnow()
+        set_scanned_upto(session, claim.claim_id, claim.text_hash, marks[claim.claim_id])
 
 
 def batch_ceiling(cfg: RelevanceSettings, share: float) -> float:
@@ -171,12 +158,13 @@ def select_candidates(
     # With a screen, the first stage keeps a wider cut and the LLM narrows it (screen.py).
     share = cfg.screen_share if screening else cfg.share
     max_share = batch_ceiling(cfg, share)
+    new_state = SCREEN_PENDING if screening else None  # a new pair waits for the screen, if there is one
     with store.session() as session:
         active = load_claim_queries(session)
         wanted = set(claim_ids) if claim_ids is not None else None
         claims = [c for c in active if wanted is None or c.claim_id in wanted]
         marks = _load_marks(session, claims)
-        top = session.scalar(select(func.max(PaperVersion.id))) or 0
+        top = last_version_row(session)
     summary.claims = len(claims)
     behind = [c for c in claims if marks[c.claim_id] < top]
     if behind:
@@ -188,19 +176,11 @@ def select_candidates(
         seen = np.array([marks[c.claim_id] for c in behind], dtype=np.int64)
         after = int(seen.min())
         with store.session() as session:
-            versions = select(func.count()).select_from(PaperVersion)
-            to_scan = session.scalar(versions.where(PaperVersion.id > after, PaperVersion.id <= top))
+            to_scan = count_versions_between(session, after, top)
         with progress_bar("relevance", to_scan or 0, "papers", progress) as advance:
             while after < top:
                 with store.session() as session:
-                    rows = list(
-                        session.scalars(
-                            select(PaperVersion)
-                            .where(PaperVersion.id > after, PaperVersion.id <= top)
-                            .order_by(PaperVersion.id)
-                            .limit(cfg.batch_size)
-                        )
-                    )
+                    rows = versions_between(session, after, top, cfg.batch_size)
                 if not rows:
                     break
                 papers = paper_docs(rows)
@@ -211,7 +191,7 @@ def select_candidates(
                 after = int(row_ids[-1])
                 with store.session() as session:
                     summary.candidates_added += _write(
-                        session, behind, papers, pairs, summary.method, run, PENDING if screening else None
+                        session, behind, papers, pairs, summary.method, run, new_state
                     )
                     _advance_marks(session, behind, marks, after)
                 summary.papers_scanned += int(eligible.any(axis=0).sum())
@@ -242,10 +222,7 @@ def _write(
     if not pairs:
         return 0
     ids = sorted({papers[p].arxiv_id for _, p, _ in pairs})
-    found = session.execute(
-        select(Candidate.arxiv_id, Candidate.version, Candidate.claim_id).where(Candidate.arxiv_id.in_(ids))
-    )
-    existing = {(a, v, c) for a, v, c in found}
+    existing = candidate_keys(session, ids)
     added = 0
     for c, p, score in pairs:
         paper, claim_id = papers[p], claims[c].claim_id
@@ -253,16 +230,6 @@ def _write(
         if key in existing:
             continue
         existing.add(key)
-        session.add(
-            Candidate(
-                arxiv_id=paper.arxiv_id,
-                version=paper.version,
-                claim_id=claim_id,
-                score=round(score, 6),
-                method=method,
-                run_id=run.id if run is not None else None,
-                screen=screen,
-            )
-        )
+        add_candidate(session, key, round(score, 6), method, run.id if run is not None else None, screen)
         added += 1
     return added

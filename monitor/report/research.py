@@ -16,8 +16,6 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from sqlalchemy import select
-
 from monitor.config import Settings
 from monitor.errors import JudgeError
 from monitor.llm.answers import InvalidAnswer, load_json
@@ -26,7 +24,7 @@ from monitor.llm.recorder import ExchangeRecorder
 from monitor.llm.texts import Exchange, Recorder
 from monitor.llm.transport import ChatTransport, Question
 from monitor.store.db import Store
-from monitor.store.models import LLMExchange
+from monitor.store.exchanges import answers_for
 from monitor.store.runs import RunRecord
 
 log = logging.getLogger(__name__)
@@ -71,18 +69,11 @@ def parse_questions(text: str) -> list[str]:
 
 def _cached(store: Store, version: str, key: str) -> list[str] | None:
     with store.session() as s:
-        rows = s.scalars(
-            select(LLMExchange)
-            .where(LLMExchange.prompt_version == version, LLMExchange.error.is_(None))
-            .order_by(LLMExchange.id.desc())
-        )
-        for row in rows:
-            meta = (row.request or {}).get("meta") or {}
-            if meta.get("cache_key") == key and row.response:
-                try:
-                    return parse_questions(row.response)
-                except ValueError:
-                    continue
+        for answer in answers_for(s, version, key):
+            try:
+                return parse_questions(answer)
+            except ValueError:
+                continue
     return None
 
 

@@ -17,7 +17,6 @@ from typing import Any
 
 from openai import OpenAI
 from pydantic import BaseModel, ConfigDict, ValidationError
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from monitor.claims.ids import claim_id, normalise
@@ -29,9 +28,12 @@ from monitor.llm.recorder import ExchangeRecorder
 from monitor.llm.texts import Recorder
 from monitor.llm.transport import ChatTransport, Question
 from monitor.store import Store
-from monitor.store.models import Assessment, Claim, ClaimRewording, Line, LineClaim, Paper, utcnow
+from monitor.store.assessments import latest_quote
+from monitor.store.claims import active_links_of_claim, add_claim, cite_instead, get_claim
+from monitor.store.models import Claim, ClaimRewording, utcnow
+from monitor.store.papers import get_paper
 from monitor.store.reviews import decisions_in_force
-from monitor.store.rewordings import decide, open_proposals, proposals_for
+from monitor.store.rewordings import add_proposal, decide, get_rewording, open_proposals, proposals_for
 
 TEMPLATE_NAMES = ("reword_system.j2", "reword_user.j2", "reword_correction.j2")
 MAX_WORDS = 80  # the prompt asks for at most 60; a little slack before calling it a rewrite
@@ -153,16 +155,11 @@ def confirmed_relaxes(session: Session, claim_ids: list[str] | None = None) -> d
     for (cid, arxiv_id), decision in sorted(decisions_in_force(session, claim_ids).items()):
         if decision.label != "RELAXES":
             continue
-        claim = session.get(Claim, cid)
-        paper = session.get(Paper, arxiv_id)
+        claim = get_claim(session, cid)
+        paper = get_paper(session, arxiv_id)
         if claim is None or claim.retired_at is not None or paper is None:
             continue
-        quote = session.scalar(
-            select(Assessment.evidence)
-            .where(Assessment.claim_id == cid, Assessment.arxiv_id == arxiv_id, Assessment.evidence != "")
-            .order_by(Assessment.id.desc())
-            .limit(1)
-        )
+        quote = latest_quote(session, cid, arxiv_id)
         found.setdefault(cid, []).append(Confirmed(arxiv_id, paper.title, quote or "", decision.note))
     return found
 
@@ -196,7 +193,7 @@ def propose_rewordings(
             if pending is not None and set(pending.cited) <= {e.arxiv_id for e in evidence}:
                 summary.unchanged += 1
                 continue
-            s.expunge(claim := s.get(Claim, cid))  # type: ignore[arg-type]
+            s.expunge(claim := get_claim(s, cid))  # type: ignore[arg-type]
             todo.append((claim, evidence))
     if not todo:
         return summary
@@ -209,18 +206,16 @@ def propose_rewordings(
             summary.failed.append(f"{claim.id}: {exc}")
             continue
         with store.session() as s:
-            row = ClaimRewording(
-                claim_id=claim.id,
-                text=proposal.wording,
-                condition=proposal.condition,
-                cited=proposal.cited,
-                model=rewriter.model,
-                prompt_version=rewriter.prompt_version,
-                exchange_id=exchange_id,
-            )
-            s.add(row)
-            s.flush()
-            summary.proposed.append(row.id)
+            fields = {
+                "claim_id": claim.id,
+                "text": proposal.wording,
+                "condition": proposal.condition,
+                "cited": proposal.cited,
+                "model": rewriter.model,
+                "prompt_version": rewriter.prompt_version,
+                "exchange_id": exchange_id,
+            }
+            summary.proposed.append(add_proposal(s, fields))
     return summary
 
 
@@ -237,13 +232,13 @@ def accept(store: Store, rewording_id: int, note: str = "") -> Decided:
     """Make the proposed wording the claim: new claim in the old one's lines, old one retired."""
     with store.session() as s:
         row = _open_row(s, rewording_id)
-        old = s.get(Claim, row.claim_id)
+        old = get_claim(s, row.claim_id)
         if old is None or old.retired_at is not None:
             raise UsageError(
                 f"claim {row.claim_id} is retired; its proposal {rewording_id} cannot be accepted"
             )
         new_id = claim_id(row.text)
-        new = s.get(Claim, new_id)
+        new = get_claim(s, new_id)
         now = utcnow()
         if new is None:
             new = Claim(
@@ -260,24 +255,11 @@ def accept(store: Store, rewording_id: int, note: str = "") -> Decided:
                 topics=list(old.topics or []),
                 created_at=now,
             )
-            s.add(new)
+            add_claim(s, new)
         new.retired_at, new.replaced_by = None, None
-        links = list(
-            s.scalars(
-                select(LineClaim)
-                .join(Line, Line.id == LineClaim.line_id)
-                .where(LineClaim.claim_id == old.id, LineClaim.retired_at.is_(None))
-            )
-        )
+        links = active_links_of_claim(s, old.id)
         for link in links:
-            link.retired_at = now
-            have = s.get(LineClaim, (link.line_id, new_id))
-            if have is None:
-                s.add(
-                    LineClaim(line_id=link.line_id, claim_id=new_id, role=link.role, position=link.position)
-                )
-            else:
-                have.retired_at = None
+            cite_instead(s, link, new_id, now)
         old.retired_at, old.replaced_by = now, new_id
         decide(s, row, "accepted", note, new_id)
         return Decided(rewording_id, "accepted", old.id, new_id, len(links))
@@ -298,7 +280,7 @@ def history(store: Store, claim_id_: str) -> list[ClaimRewording]:
 
 
 def _open_row(s: Session, rewording_id: int) -> ClaimRewording:
-    row = s.get(ClaimRewording, rewording_id)
+    row = get_rewording(s, rewording_id)
     if row is None:
         raise UsageError(f"no proposed wording with id {rewording_id} (see `monitor review reword list`)")
     if row.status != "proposed":
@@ -332,10 +314,10 @@ def open_views(store: Store, claim_ids: list[str] | None = None) -> list[Proposa
     with store.session() as s:
         views = []
         for row in sorted(open_proposals(s, claim_ids).values(), key=lambda r: r.id):
-            claim = s.get(Claim, row.claim_id)
+            claim = get_claim(s, row.claim_id)
             if claim is None or claim.retired_at is not None:
                 continue  # the library changed the claim meanwhile; the proposal no longer applies
-            titles = [(a, (p.title if (p := s.get(Paper, a)) else a)) for a in row.cited]
+            titles = [(a, (p.title if (p := get_paper(s, a)) else a)) for a in row.cited]
             views.append(
                 ProposalView(
                     row.id, claim.id, claim.text, claim.date_text, row.text, row.condition, titles, row.model

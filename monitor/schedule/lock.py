@@ -32,12 +32,23 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, delete, select, text, update
+from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 from monitor.errors import LockHeld
 from monitor.store.db import Store, redact
-from monitor.store.models import Lock, utcnow
+from monitor.store.locks import (
+    advisory_unlock,
+    current_schema,
+    insert_holder,
+    lock_holder,
+    refresh_heartbeat,
+    remove_holder,
+    replace_holder,
+    take_over,
+    try_advisory_lock,
+)
+from monitor.store.models import utcnow
 from monitor.store.runs import RunRecord, mark_abandoned, recorded_run
 
 log = logging.getLogger(__name__)
@@ -155,9 +166,8 @@ class RunLock:
     def _try_advisory(self) -> bool:
         conn = self.store.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
         try:
-            schema = conn.execute(text("SELECT current_schema()")).scalar() or "public"
-            key = _advisory_key(self.name, schema)
-            got = bool(conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": key}).scalar())
+            key = _advisory_key(self.name, current_schema(conn))
+            got = try_advisory_lock(conn, key)
         except BaseException:
             conn.close()
             raise
@@ -166,13 +176,7 @@ class RunLock:
             return False
         self._conn, self._key = conn, key
         # The advisory lock is the truth; the row only tells others who holds it.
-        now = utcnow()
-        conn.execute(delete(Lock).where(Lock.name == self.name))
-        conn.execute(
-            Lock.__table__.insert().values(
-                name=self.name, holder=self.holder, acquired_at=now, heartbeat_at=now
-            )
-        )
+        replace_holder(conn, self.name, self.holder, utcnow())
         return True
 
     def _try_row(self) -> bool:
@@ -186,30 +190,15 @@ class RunLock:
             else:
                 conn.begin()
             try:
-                row = conn.execute(
-                    select(Lock.holder, Lock.acquired_at, Lock.heartbeat_at).where(Lock.name == self.name)
-                ).first()
+                row = lock_holder(conn, self.name)
                 if row is None:
-                    conn.execute(
-                        Lock.__table__.insert().values(
-                            name=self.name, holder=self.holder, acquired_at=now, heartbeat_at=now
-                        )
-                    )
+                    insert_holder(conn, self.name, self.holder, now)
                     won = True
                 else:
                     info = LockInfo(*row)
                     won = info.holder == self.holder
                     if not won and self._presumed_dead(info, now):
-                        res = conn.execute(
-                            update(Lock)
-                            .where(
-                                Lock.name == self.name,
-                                Lock.holder == info.holder,
-                                Lock.heartbeat_at == info.heartbeat_at,
-                            )
-                            .values(holder=self.holder, acquired_at=now, heartbeat_at=now)
-                        )
-                        won = res.rowcount == 1
+                        won = take_over(conn, self.name, (info.holder, info.heartbeat_at), self.holder, now)
                         if won:
                             self.took_over = info
                             log.warning(
@@ -252,9 +241,7 @@ class RunLock:
     def current(self) -> LockInfo | None:
         """The recorded holder of this lock, if any."""
         with self.store.session() as s:
-            row = s.execute(
-                select(Lock.holder, Lock.acquired_at, Lock.heartbeat_at).where(Lock.name == self.name)
-            ).first()
+            row = lock_holder(s, self.name)
         return LockInfo(*row) if row else None
 
     # --- holding ----------------------------------------------------------------------------------
@@ -269,19 +256,11 @@ class RunLock:
     def beat(self) -> None:
         """Refresh the heartbeat; notices when another process took the row over."""
         if self._conn is not None:
-            self._conn.execute(
-                update(Lock)
-                .where(Lock.name == self.name, Lock.holder == self.holder)
-                .values(heartbeat_at=utcnow())
-            )
+            refresh_heartbeat(self._conn, self.name, self.holder)
             return
         with self.store.engine.begin() as conn:
-            res = conn.execute(
-                update(Lock)
-                .where(Lock.name == self.name, Lock.holder == self.holder)
-                .values(heartbeat_at=utcnow())
-            )
-        if res.rowcount == 0:
+            kept = refresh_heartbeat(conn, self.name, self.holder)
+        if not kept:
             self._lost.set()
             log.error("run lock %r was taken over by another run", self.name)
 
@@ -293,11 +272,11 @@ class RunLock:
             self._beat.join(timeout=5)
         try:
             if self._conn is not None:
-                self._conn.execute(delete(Lock).where(Lock.name == self.name, Lock.holder == self.holder))
-                self._conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": self._key})
+                remove_holder(self._conn, self.name, self.holder)
+                advisory_unlock(self._conn, self._key)  # type: ignore[arg-type]
             else:
                 with self.store.engine.begin() as conn:
-                    conn.execute(delete(Lock).where(Lock.name == self.name, Lock.holder == self.holder))
+                    remove_holder(conn, self.name, self.holder)
         finally:
             if self._conn is not None:
                 self._conn.close()

@@ -19,15 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select
-
 from monitor.config import Settings
 from monitor.errors import BudgetExhausted, JudgeError, LockHeld
 from monitor.schedule.lock import RunLock, locked_run
 from monitor.schedule.signals import Interrupted, StopFlag
 from monitor.store.db import Store
-from monitor.store.models import Digest, Run, utcnow
-from monitor.store.runs import RunRecord, save_progress
+from monitor.store.digests import unsent_digests
+from monitor.store.models import utcnow
+from monitor.store.runs import RunRecord, run_status, save_progress
 from monitor.testhooks import pause_at
 
 if TYPE_CHECKING:
@@ -145,8 +144,7 @@ def run_once(
         outcome = RunOutcome(run_id=run.id, status="running", abandoned=abandoned)
         _pipeline(store, settings, opts, run, Steps(store, run, stop, held), outcome)
     outcome.counts, outcome.tokens = dict(run.counts), run.tokens
-    with store.session() as s:
-        outcome.status = s.get(Run, outcome.run_id).status  # type: ignore[union-attr]
+    outcome.status = run_status(store, outcome.run_id)
     outcome.seconds = round(time.monotonic() - started, 2)
     return outcome
 
@@ -190,8 +188,14 @@ def assess(
     judged = step(
         "judge",
         lambda: judge_step(
-            store, settings, plan.judge_for(settings), run, plan.again, plan.spent,
-            retry_parked=plan.retry_parked, **which,
+            store,
+            settings,
+            plan.judge_for(settings),
+            run,
+            plan.again,
+            plan.spent,
+            retry_parked=plan.retry_parked,
+            **which,
         ),
     )
     return picked, judged
@@ -305,14 +309,4 @@ def pending_deliveries(store: Store) -> list[int]:
     """
     since = utcnow() - RESEND_WINDOW
     with store.session() as s:
-        rows = s.execute(
-            select(Digest.id)
-            .join(Run, Run.id == Digest.run_id)
-            .where(
-                Digest.sent_at.is_(None),
-                Digest.created_at >= since,
-                Run.command.in_(("run", "daemon:digest")),
-            )
-            .order_by(Digest.period_start, Digest.id)
-        ).scalars()
-        return list(rows)
+        return unsent_digests(s, since, ("run", "daemon:digest"))

@@ -28,8 +28,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from sqlalchemy import select
-
 from monitor.config import Settings
 from monitor.errors import InputError, MonitorError
 from monitor.schedule.lock import RunLock, locked_run
@@ -44,7 +42,7 @@ from monitor.schedule.pipeline import (
 )
 from monitor.schedule.signals import StopFlag
 from monitor.store.db import Store
-from monitor.store.models import Digest
+from monitor.store.digests import digest_path
 from monitor.store.runs import save_progress
 from monitor.testhooks import pause_at
 
@@ -186,8 +184,7 @@ def split_snapshot(path: Path, periods: list[Any], workdir: Path) -> dict[str, P
 
 def _done(store: Store, key: str) -> str | None:
     with store.session() as s:
-        row = s.execute(select(Digest.markdown_path).where(Digest.period_key == key)).first()
-    return (row[0] or "") if row else None
+        return digest_path(s, key)
 
 
 def replay(

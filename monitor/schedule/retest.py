@@ -15,16 +15,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select
-
 from monitor.config import Settings
 from monitor.errors import InputError
 from monitor.schedule.lock import RunLock, locked_run
 from monitor.schedule.pipeline import Assess, Steps, assess, sync_claims, verdicts_step
 from monitor.schedule.signals import StopFlag
-from monitor.store.claims import active_claims, active_claims_of_line
+from monitor.store.claims import active_claims, active_claims_of_line, successors
 from monitor.store.db import Store
-from monitor.store.models import Claim
 
 
 @dataclass
@@ -83,9 +80,7 @@ class RetestResult:
 def _successor_map(store: Store) -> dict[str, str]:
     """retired claim id -> the active claim that replaced it (following chains of edits)."""
     with store.session() as s:
-        links = dict(
-            s.execute(select(Claim.id, Claim.replaced_by).where(Claim.replaced_by.is_not(None))).all()
-        )
+        links = successors(s)
     out: dict[str, str] = {}
     for old in links:
         seen, new = {old}, links[old]
@@ -141,7 +136,11 @@ def retest(
         step("claims", lambda: sync_claims(store, settings, run))
         targets = resolve_claims(store, claim_ids, line_id)
         plan = Assess(
-            again="monitor retest", provider=judge, claim_ids=targets, since=since, force=force,
+            again="monitor retest",
+            provider=judge,
+            claim_ids=targets,
+            since=since,
+            force=force,
             retry_parked=True,  # a retest is the moment to ask parked pairs again
         )
         # Verdicts move only on finished judging (pipeline.judge_step raises otherwise; a rerun resumes).

@@ -1,13 +1,20 @@
-"""The candidate pairs a stage works on, with the text it reads: shared by the judge and the LLM screen."""
+"""The candidate pairs a stage works on, with the text it reads: shared by relevance (which writes
+them), the LLM screen (which keeps or drops them) and the judge (which judges the kept ones)."""
 
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import Row, Select, func, select, update
+from sqlalchemy.orm import Session
 
 from monitor.store.claims import is_active
 from monitor.store.models import Candidate, Claim, Paper, PaperVersion
+
+# `candidates.screen`: None when no LLM screen ran; else the screen's answer, or pending until it comes.
+SCREEN_PENDING, SCREEN_KEPT, SCREEN_DROPPED = "pending", "kept", "dropped"
 
 
 def candidate_pairs(*claim_columns: Any) -> Select[Any]:
@@ -34,4 +41,82 @@ def candidate_pairs(*claim_columns: Any) -> Select[Any]:
         )
         .where(Candidate.version == Paper.version, is_active())
         .order_by(Candidate.arxiv_id, Candidate.version, Claim.id)
+    )
+
+
+def pairs_to_judge(
+    session: Session, claim_ids: Sequence[str] | None = None, since: dt.date | None = None
+) -> list[Row[Any]]:
+    """Candidate rows (as `candidate_pairs`, with the claim's date text and the paper's publication day)
+    the judge may judge: those no LLM screen ran on, or that it kept; optionally only of `claim_ids`
+    and papers published on or after `since`."""
+    query = candidate_pairs(Claim.date_text, Paper.published)
+    # Pairs an LLM screen has not kept (pending or dropped) are not the judge's.
+    query = query.where(Candidate.screen.is_(None) | (Candidate.screen == SCREEN_KEPT))
+    if claim_ids:
+        query = query.where(Claim.id.in_(claim_ids))
+    if since:
+        query = query.where(Paper.published >= since)
+    return list(session.execute(query).all())
+
+
+def pairs_to_screen(session: Session, claim_ids: Sequence[str] | None = None) -> list[Row[Any]]:
+    """Candidate rows (as `candidate_pairs`) waiting for the LLM screen, optionally only of `claim_ids`."""
+    query = candidate_pairs().where(Candidate.screen == SCREEN_PENDING)
+    if claim_ids:
+        query = query.where(Claim.id.in_(claim_ids))
+    return list(session.execute(query).all())
+
+
+def count_screen_pending(session: Session, claim_ids: Sequence[str] | None = None) -> int:
+    """How many pairs (of any version, of `claim_ids` when given) still wait for the LLM screen."""
+    query = select(func.count()).select_from(Candidate).where(Candidate.screen == SCREEN_PENDING)
+    if claim_ids:
+        query = query.where(Candidate.claim_id.in_(claim_ids))
+    return session.scalar(query) or 0
+
+
+def save_screen_answer(
+    session: Session, arxiv_id: str, version: int, kept: dict[str, bool], exchange_id: int | None
+) -> None:
+    """Mark the paper version's pairs of `kept`'s claims kept (True) or dropped, those still pending."""
+    for claim_id, keep in kept.items():
+        session.execute(
+            update(Candidate)
+            .where(
+                Candidate.arxiv_id == arxiv_id,
+                Candidate.version == version,
+                Candidate.claim_id == claim_id,
+                Candidate.screen == SCREEN_PENDING,
+            )
+            .values(screen=SCREEN_KEPT if keep else SCREEN_DROPPED, screen_exchange_id=exchange_id)
+        )
+
+
+def candidate_keys(session: Session, arxiv_ids: Iterable[str]) -> set[tuple[str, int, str]]:
+    """(arxiv_id, version, claim id) of every stored candidate of the given papers."""
+    query = select(Candidate.arxiv_id, Candidate.version, Candidate.claim_id)
+    return {(a, v, c) for a, v, c in session.execute(query.where(Candidate.arxiv_id.in_(list(arxiv_ids))))}
+
+
+def add_candidate(
+    session: Session,
+    key: tuple[str, int, str],
+    score: float,
+    method: str,
+    run_id: int | None,
+    screen: str | None,
+) -> None:
+    """A new candidate pair (arxiv_id, version, claim id) with the score and method that chose it."""
+    arxiv_id, version, claim_id = key
+    session.add(
+        Candidate(
+            arxiv_id=arxiv_id,
+            version=version,
+            claim_id=claim_id,
+            score=score,
+            method=method,
+            run_id=run_id,
+            screen=screen,
+        )
     )

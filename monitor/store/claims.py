@@ -7,6 +7,7 @@ either. Every stage asks for active claims here rather than writing that filter 
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import defaultdict
 from collections.abc import Iterable
 
@@ -27,6 +28,16 @@ def active_claims(session: Session, claim_ids: Iterable[str] | None = None) -> l
     if claim_ids is not None:
         query = query.where(Claim.id.in_(list(claim_ids)))
     return list(session.scalars(query))
+
+
+def get_claim(session: Session, claim_id: str) -> Claim | None:
+    """One claim by its full id, retired or not."""
+    return session.get(Claim, claim_id)
+
+
+def add_claim(session: Session, claim: Claim) -> None:
+    """Store a new claim row."""
+    session.add(claim)
 
 
 def claim_count(session: Session) -> int:
@@ -121,6 +132,54 @@ def claim_texts(session: Session, claim_ids: Iterable[str]) -> dict[str, str]:
     """The text of each of `claim_ids` that is stored."""
     query = select(Claim.id, Claim.text).where(Claim.id.in_(list(claim_ids)))
     return {cid: text for cid, text in session.execute(query)}
+
+
+def claim_dates(session: Session) -> dict[str, str | None]:
+    """Every claim's date as written (None: undated), retired ones too, by id."""
+    return {cid: date for cid, date in session.execute(select(Claim.id, Claim.date_text))}
+
+
+def successors(session: Session) -> dict[str, str]:
+    """Retired claim id -> the claim that replaced it directly (one step of a chain of edits)."""
+    query = select(Claim.id, Claim.replaced_by).where(Claim.replaced_by.is_not(None))
+    return {old: new for old, new in session.execute(query)}
+
+
+def line_contexts(
+    session: Session, claim_ids: Iterable[str]
+) -> list[tuple[str, str | None, list[str] | None]]:
+    """(claim id, line question, line topics) of each active link citing one of `claim_ids`, by claim then
+    line; the line may be retired (its question still describes the claim)."""
+    query = (
+        select(LineClaim.claim_id, Line.question, Line.topics)
+        .join(Line, Line.id == LineClaim.line_id)
+        .where(LineClaim.retired_at.is_(None), LineClaim.claim_id.in_(list(claim_ids)))
+        .order_by(LineClaim.claim_id, LineClaim.line_id)
+    )
+    return [(cid, question, topics) for cid, question, topics in session.execute(query)]
+
+
+def active_links_of_claim(session: Session, claim_id: str) -> list[LineClaim]:
+    """The active links citing one claim (from lines that exist, retired or not)."""
+    query = (
+        select(LineClaim)
+        .join(Line, Line.id == LineClaim.line_id)
+        .where(LineClaim.claim_id == claim_id, LineClaim.retired_at.is_(None))
+    )
+    return list(session.scalars(query))
+
+
+def cite_instead(session: Session, link: LineClaim, claim_id: str, now: dt.datetime) -> None:
+    """Retire an active link and cite `claim_id` in its line at the same role and position (reviving an
+    earlier link to it, if there is one)."""
+    link.retired_at = now
+    have = session.get(LineClaim, (link.line_id, claim_id))
+    if have is None:
+        session.add(
+            LineClaim(line_id=link.line_id, claim_id=claim_id, role=link.role, position=link.position)
+        )
+    else:
+        have.retired_at = None
 
 
 def links_of_lines(session: Session, line_ids: Iterable[str]) -> list[LineClaim]:

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from monitor.store.models import Assessment, Digest, LLMExchange, Paper
+from monitor.store.models import Assessment, Digest, LLMExchange, Paper, Run
 
 
 class PeriodUsage(NamedTuple):
@@ -66,4 +66,21 @@ def save_digest(
 def recent_digests(session: Session, limit: int) -> list[Digest]:
     """The newest `limit` digest rows, latest period first."""
     query = select(Digest).order_by(Digest.period_end.desc(), Digest.id.desc()).limit(limit)
+    return list(session.scalars(query))
+
+
+def digest_path(session: Session, period_key: str) -> str | None:
+    """Where the period's digest was written ("" when recorded without a file); None when there is none."""
+    row = session.execute(select(Digest.markdown_path).where(Digest.period_key == period_key)).first()
+    return (row[0] or "") if row else None
+
+
+def unsent_digests(session: Session, since: dt.datetime, commands: tuple[str, ...]) -> list[int]:
+    """Ids of digests written since `since` by runs of `commands` and never sent, oldest period first."""
+    query = (
+        select(Digest.id)
+        .join(Run, Run.id == Digest.run_id)
+        .where(Digest.sent_at.is_(None), Digest.created_at >= since, Run.command.in_(commands))
+        .order_by(Digest.period_start, Digest.id)
+    )
     return list(session.scalars(query))

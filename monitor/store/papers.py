@@ -1,5 +1,5 @@
 """Stored papers and their versions: which are known already, adding and updating them, their
-abstracts, and how many were published or first seen in a period.
+abstracts, the versions a relevance scan reads, and how many were published or first seen in a period.
 
 Known rows are read in chunks of ids and new ones inserted in bulk, so reloading a 22k-paper snapshot
 is a few dozen queries.
@@ -74,9 +74,49 @@ def abstracts_of(session: Session, keys: list[tuple[str, int]]) -> dict[tuple[st
     return {key: by_version.get(key) or by_paper.get(key[0], "") for key in keys}
 
 
+def get_paper(session: Session, arxiv_id: str) -> Paper | None:
+    return session.get(Paper, arxiv_id)
+
+
 def newest_published(session: Session) -> dt.date | None:
     """The publication date of the newest stored paper."""
     return session.scalar(select(func.max(Paper.published)))
+
+
+def latest_versions(session: Session, days: int | None = None) -> list[PaperVersion]:
+    """Each paper's latest version, in row order; with `days`, only papers published in the last `days`
+    days before the newest one."""
+    query = (
+        select(PaperVersion)
+        .join(Paper, (Paper.arxiv_id == PaperVersion.arxiv_id) & (Paper.version == PaperVersion.version))
+        .order_by(PaperVersion.id)
+    )
+    newest = newest_published(session)
+    if days is not None and newest is not None:
+        query = query.where(Paper.published > newest - dt.timedelta(days=days))
+    return list(session.scalars(query))
+
+
+def last_version_row(session: Session) -> int:
+    """The highest `paper_versions.id` stored (0: none): how far a scan of every version must go."""
+    return session.scalar(select(func.max(PaperVersion.id))) or 0
+
+
+def count_versions_between(session: Session, after: int, upto: int) -> int:
+    """How many paper versions have a row id in (after, upto]."""
+    query = select(func.count()).select_from(PaperVersion)
+    return session.scalar(query.where(PaperVersion.id > after, PaperVersion.id <= upto)) or 0
+
+
+def versions_between(session: Session, after: int, upto: int, limit: int) -> list[PaperVersion]:
+    """The first `limit` paper versions with a row id in (after, upto], in row order."""
+    query = (
+        select(PaperVersion)
+        .where(PaperVersion.id > after, PaperVersion.id <= upto)
+        .order_by(PaperVersion.id)
+        .limit(limit)
+    )
+    return list(session.scalars(query))
 
 
 def count_published(session: Session, first: dt.date, last: dt.date) -> int:

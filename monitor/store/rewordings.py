@@ -7,6 +7,7 @@ ones (`accepted_wordings`) so a re-import of unchanged seeds keeps what a curato
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -22,6 +23,20 @@ def open_proposals(session: Session, claim_ids: Iterable[str] | None = None) -> 
     if claim_ids is not None:
         query = query.where(ClaimRewording.claim_id.in_(list(claim_ids)))
     return {row.claim_id: row for row in session.scalars(query)}
+
+
+def get_rewording(session: Session, rewording_id: int) -> ClaimRewording | None:
+    return session.get(ClaimRewording, rewording_id)
+
+
+def add_proposal(session: Session, fields: dict[str, Any]) -> int:
+    """A new proposed wording (claim_id, text, condition, cited, model, prompt_version, exchange_id).
+
+    Returns its id."""
+    row = ClaimRewording(**fields)
+    session.add(row)
+    session.flush()
+    return row.id
 
 
 def proposals_for(session: Session, claim_id: str) -> list[ClaimRewording]:

@@ -56,6 +56,12 @@ def start_run(store: Store, command: str) -> RunRecord:
         return RunRecord(id=row.id, command=command)
 
 
+def run_status(store: Store, run_id: int) -> str:
+    """The status a run's row ended (or is still) in."""
+    with store.session() as s:
+        return s.get(Run, run_id).status  # type: ignore[union-attr]
+
+
 def save_progress(store: Store, record: RunRecord) -> None:
     """Write the counts so far, so `monitor runs` shows a long run's progress and a killed run's work."""
     with store.session() as s:
