@@ -12,16 +12,8 @@ import json
 
 from monitor.config import Settings
 from monitor.store.db import Store
-from monitor.store.models import (
-    Anchor,
-    Assessment,
-    Claim,
-    Line,
-    LineClaim,
-    LLMExchange,
-    Paper,
-    PaperVersion,
-)
+from monitor.store.models import Anchor, Assessment, Claim, Line, LineClaim, Paper, PaperVersion
+from monitor.store.records import LLMExchange
 
 _keys = itertools.count(1)
 

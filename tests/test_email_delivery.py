@@ -19,7 +19,7 @@ from digest_world import World, sample, trusted_settings
 from monitor.config import Settings
 from monitor.report.delivery import DeliveryError, send_digest
 from monitor.report.digest import write_digest
-from monitor.store.models import Digest
+from monitor.store.records import Digest
 
 PASSWORD = "s3cret-Pa55-never-logged"
 

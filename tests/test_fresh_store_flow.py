@@ -13,7 +13,8 @@ from ops_helpers import monitor, write_config, write_snapshot
 from sqlalchemy import func, select
 
 from monitor.store import open_store
-from monitor.store.models import Assessment, Candidate, Claim, Digest
+from monitor.store.models import Assessment, Candidate, Claim
+from monitor.store.records import Digest
 
 
 def test_fetch_judge_report_on_a_fresh_store(db_url: str, tmp_path: Path) -> None:

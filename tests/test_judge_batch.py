@@ -14,7 +14,7 @@ from test_judge_runner import assessments, seed, settings_for
 from monitor.judge.batch import run_batch
 from monitor.judge.factory import make_judge
 from monitor.store.db import Store
-from monitor.store.models import JudgeBatch, LLMExchange
+from monitor.store.records import JudgeBatch, LLMExchange
 from monitor.store.runs import recorded_run
 
 

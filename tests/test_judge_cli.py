@@ -19,7 +19,7 @@ from test_judge_runner import assessments, seed
 
 from monitor.cli import main
 from monitor.store.db import Store
-from monitor.store.models import Run
+from monitor.store.records import Run
 
 SECRET = "sk-cli-test-do-not-print"
 
@@ -130,7 +130,7 @@ def test_an_unreachable_server_exits_6_naming_the_url_and_a_rerun_finishes(
 ) -> None:
     from test_judge_runner import closed_port_url
 
-    from monitor.store.models import LLMExchange
+    from monitor.store.records import LLMExchange
 
     seed(store, papers=12, claims=1)
     dead = closed_port_url()

@@ -16,7 +16,8 @@ from monitor.judge.openai_judge import OpenAIJudge
 from monitor.judge.runner import judge_pending
 from monitor.llm.texts import ClaimText, Exchange, PaperText
 from monitor.store.db import Store
-from monitor.store.models import Assessment, Candidate, Claim, LLMExchange, Paper, PaperVersion
+from monitor.store.models import Assessment, Candidate, Claim, Paper, PaperVersion
+from monitor.store.records import LLMExchange
 from monitor.store.runs import recorded_run
 
 ABSTRACT = (

@@ -27,7 +27,8 @@ from monitor.llm.texts import ClaimText, PaperText
 from monitor.report.digest import write_digest
 from monitor.schedule.show import print_runs
 from monitor.store.db import Store
-from monitor.store.models import Assessment, Candidate, Claim, LLMExchange, Paper, PaperVersion, Run
+from monitor.store.models import Assessment, Candidate, Claim, Paper, PaperVersion
+from monitor.store.records import LLMExchange, Run
 from monitor.store.runs import list_runs, recorded_run
 
 ABSTRACT = "We show that RL fine-tuning updates only a small subnetwork. The sparsity holds across scales."

@@ -13,7 +13,7 @@ from sqlalchemy import func, inspect, select, table
 
 from monitor.schedule.daemon import JOBS_TABLE, build_scheduler
 from monitor.store import open_store
-from monitor.store.models import Run
+from monitor.store.records import Run
 
 QUIET = {"digest_cron": "0 7 * * mon", "fetch_cron": "0 6 * * *", "timezone": "UTC"}
 

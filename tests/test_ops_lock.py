@@ -17,7 +17,8 @@ from sqlalchemy import select
 from monitor.errors import LockHeld
 from monitor.schedule.lock import RunLock
 from monitor.store import open_store
-from monitor.store.models import Lock, Run, utcnow
+from monitor.store.models import utcnow
+from monitor.store.records import Lock, Run
 from monitor.store.runs import list_runs, mark_abandoned, recorded_run
 
 

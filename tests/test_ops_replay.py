@@ -13,7 +13,8 @@ from sqlalchemy import func, select
 
 from monitor.schedule.replay import replay, replay_periods
 from monitor.store import open_store
-from monitor.store.models import Assessment, Digest, Paper, Run, Verdict
+from monitor.store.models import Assessment, Paper, Verdict
+from monitor.store.records import Digest, Run
 
 FROM, TO = "2025-03-03", "2025-03-16"  # two ISO weeks: 2025-W10 and 2025-W11
 HAND_CLAIMS = """\

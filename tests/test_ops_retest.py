@@ -26,7 +26,8 @@ from sqlalchemy import func, select
 
 from monitor.schedule.pipeline import RunOptions, run_once
 from monitor.store import open_store
-from monitor.store.models import Assessment, Claim, Run, Verdict
+from monitor.store.models import Assessment, Claim, Verdict
+from monitor.store.records import Run
 
 STRICT = "STRICT-REVIEW"  # the edited prompt carries this; the scripted model then overturns
 

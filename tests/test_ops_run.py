@@ -23,7 +23,8 @@ from sqlalchemy import func, select
 from monitor.report.render import fmt_date
 from monitor.schedule.pipeline import RunOptions, run_once
 from monitor.store import open_store
-from monitor.store.models import Assessment, Candidate, Digest, Paper, PaperVersion, Run
+from monitor.store.models import Assessment, Candidate, Paper, PaperVersion
+from monitor.store.records import Digest, Run
 
 
 @pytest.fixture

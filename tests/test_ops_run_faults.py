@@ -21,7 +21,8 @@ from sqlalchemy import func, select
 from monitor.errors import BudgetExhausted, JudgeError
 from monitor.schedule.pipeline import RunOptions, run_once
 from monitor.store import open_store
-from monitor.store.models import Assessment, Digest, Run
+from monitor.store.models import Assessment
+from monitor.store.records import Digest, Run
 
 
 @pytest.fixture

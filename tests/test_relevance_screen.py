@@ -23,7 +23,8 @@ from monitor.llm.answers import InvalidAnswer
 from monitor.relevance import select_candidates
 from monitor.relevance.screen import load_screen_prompts, parse_screen
 from monitor.store import SCHEMA_VERSION, open_store
-from monitor.store.models import Candidate, LLMExchange
+from monitor.store.models import Candidate
+from monitor.store.records import LLMExchange
 
 SECRET = "sk-screen-test-never-log-me"
 CALIBRATION_PAPER = (

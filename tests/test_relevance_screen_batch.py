@@ -18,7 +18,7 @@ from monitor.judge.work import pending_units
 from monitor.llm.batch import open_batches
 from monitor.relevance import select_candidates
 from monitor.relevance.screen import estimate_screen, load_screen_prompts
-from monitor.store.models import JudgeBatch, LLMExchange
+from monitor.store.records import JudgeBatch, LLMExchange
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 from monitor import files as files_module
 from monitor.config import Settings
 from monitor.report.digest import write_digest
-from monitor.store.models import Digest, Run
+from monitor.store.records import Digest, Run
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -16,7 +16,7 @@ from monitor.report.gather import gather_digest
 from monitor.report.period import resolve_period
 from monitor.report.render import render
 from monitor.report.research import parse_questions
-from monitor.store.models import LLMExchange
+from monitor.store.records import LLMExchange
 from monitor.store.runs import start_run
 
 WEEK = resolve_period("2026-W11")

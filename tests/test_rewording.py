@@ -29,7 +29,8 @@ from monitor.report.render import render
 from monitor.review.queue import record
 from monitor.review.rewording import accept, open_views, parse_proposal, propose_rewordings, reject
 from monitor.store import open_store
-from monitor.store.models import Claim, ClaimRewording, LineClaim, LLMExchange
+from monitor.store.models import Claim, ClaimRewording, LineClaim
+from monitor.store.records import LLMExchange
 
 CLAIM = "RL updates only a small fraction of parameters"
 ABSTRACT = (

@@ -13,7 +13,8 @@ from arxiv_replay import ArxivReplay, rows_from_corpus
 from sqlalchemy import select
 
 from monitor.store import open_store
-from monitor.store.models import Anchor, Line, Run
+from monitor.store.models import Anchor, Line
+from monitor.store.records import Run
 
 
 def monitor(

@@ -124,7 +124,8 @@ def test_a_lines_own_anchor_is_not_new_evidence(store) -> None:
 
 
 def test_retired_claims_get_no_verdict_and_run_counts_are_recorded(store) -> None:
-    from monitor.store.models import Claim, Run, utcnow
+    from monitor.store.models import Claim, utcnow
+    from monitor.store.records import Run
     from monitor.store.runs import recorded_run
 
     w = make(store)

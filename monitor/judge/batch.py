@@ -30,7 +30,7 @@ from monitor.llm.cost import within_budget
 from monitor.llm.recorder import ExchangeRecorder
 from monitor.llm.texts import ClaimText, PaperText
 from monitor.store.db import Store
-from monitor.store.models import JudgeBatch
+from monitor.store.records import JudgeBatch
 from monitor.store.runs import RunRecord
 
 log = logging.getLogger(__name__)

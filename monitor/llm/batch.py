@@ -19,7 +19,7 @@ from monitor.llm.answers import looks_like_refusal
 from monitor.llm.texts import Exchange, Recorder
 from monitor.store.batches import add_batch, mark_batch_collected, set_batch_status, uncollected_batches
 from monitor.store.db import Store
-from monitor.store.models import JudgeBatch
+from monitor.store.records import JudgeBatch
 
 log = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ from monitor.relevance.screen import (
     save_answer,
 )
 from monitor.store import Store
-from monitor.store.models import JudgeBatch
+from monitor.store.records import JudgeBatch
 
 
 def _pair_key(paper: PaperText, claim_id: str) -> str:

@@ -24,8 +24,8 @@ from monitor.report.gather import gather_digest
 from monitor.report.period import Period, resolve_period
 from monitor.report.render import render
 from monitor.store.db import Store
-from monitor.store.models import Digest as DigestRow
 from monitor.store.models import utcnow
+from monitor.store.records import Digest as DigestRow
 
 log = logging.getLogger(__name__)
 

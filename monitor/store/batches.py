@@ -11,7 +11,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from monitor.store.models import JudgeBatch, utcnow
+from monitor.store.models import utcnow
+from monitor.store.records import JudgeBatch
 
 
 def uncollected_batches(session: Session, version_prefix: str, prefixed: bool) -> list[JudgeBatch]:

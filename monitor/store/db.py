@@ -29,7 +29,8 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError, S
 from sqlalchemy.orm import Session, sessionmaker
 
 from monitor.errors import DatabaseError, LockHeld
-from monitor.store.models import Base, ClaimRewording, JudgeFailure, Review, SchemaVersion
+from monitor.store.models import Base, ClaimRewording, Review, SchemaVersion
+from monitor.store.records import JudgeFailure
 from monitor.testhooks import pause_at
 
 MIGRATION_WAIT_SECONDS = 30  # how long a second process waits for another's migration

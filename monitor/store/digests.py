@@ -8,7 +8,8 @@ from typing import Any, NamedTuple
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from monitor.store.models import Assessment, Digest, LLMExchange, Paper, Run
+from monitor.store.models import Assessment, Paper
+from monitor.store.records import Digest, LLMExchange, Run
 
 
 class PeriodUsage(NamedTuple):

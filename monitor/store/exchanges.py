@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from monitor.store.models import LLMExchange
+from monitor.store.records import LLMExchange
 
 
 def add_exchange(session: Session, fields: dict[str, Any]) -> int:

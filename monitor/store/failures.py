@@ -15,7 +15,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from monitor.store.db import Store
-from monitor.store.models import JudgeFailure, utcnow
+from monitor.store.models import utcnow
+from monitor.store.records import JudgeFailure
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ from typing import Any
 from sqlalchemy import Connection, delete, insert, select, text, update
 from sqlalchemy.orm import Session
 
-from monitor.store.models import Lock, utcnow
+from monitor.store.models import utcnow
+from monitor.store.records import Lock
 
 
 def current_schema(conn: Connection) -> str:

@@ -18,7 +18,8 @@ from typing import Any
 from sqlalchemy import select, update
 
 from monitor.store.db import Store
-from monitor.store.models import Run, utcnow
+from monitor.store.models import utcnow
+from monitor.store.records import Run
 
 # Commands that hold the run lock while they work: a row of theirs still "running" while we hold
 # the lock can only belong to a dead process.
