@@ -25,11 +25,10 @@ def _store(ctx: typer.Context) -> Any:
 
 
 def _refresh_verdicts(ctx: typer.Context) -> int:
-    """Recompute verdicts so a decision shows at once in `monitor verdicts` and the next digest."""
-    from monitor.verdicts.rollup import compute_verdicts
+    from monitor.review.session import refresh_verdicts
 
     app_ctx = ctx_of(ctx)
-    return sum(1 for c in compute_verdicts(app_ctx.existing_store, app_ctx.settings) if c.status_changed)
+    return refresh_verdicts(app_ctx.existing_store, app_ctx.settings)
 
 
 @app.callback()
@@ -38,41 +37,10 @@ def review_command(ctx: typer.Context) -> None:
     then any proposed wordings (a accept, x reject)."""
     if ctx.invoked_subcommand is not None:
         return
-    from monitor.review.queue import review_queue
-    from monitor.review.rewording import llm_configured, open_views, propose_rewordings
-    from monitor.review.terminal import walk, walk_proposals
+    from monitor.review.session import review_session
 
     app_ctx = ctx_of(ctx)
-    store = app_ctx.existing_store
-    queue = review_queue(store, app_ctx.settings)
-    if queue:
-        summary = walk(console, store, queue)
-        moved = _refresh_verdicts(ctx) if summary.decided else 0
-        console.print(
-            f"confirmed {summary.confirmed}, relabelled {summary.relabelled}, dismissed {summary.dismissed}, "
-            f"notes {summary.notes}, skipped {summary.skipped}, left {summary.left}; verdicts changed {moved}"
-        )
-        if summary.left:
-            return  # quit: the proposals wait too
-        if summary.decided and llm_configured(app_ctx.settings):
-            _propose(propose_rewordings(store, app_ctx.settings))
-    proposals = open_views(store)
-    if not queue and not proposals:
-        console.print("Nothing needs review.")
-        return
-    if proposals:
-        done = walk_proposals(console, store, proposals)
-        console.print(
-            f"wordings accepted {done.accepted}, rejected {done.rejected}, skipped {done.skipped}, "
-            f"left {done.left}"
-        )
-
-
-def _propose(summary: Any) -> None:
-    if summary.proposed or summary.failed:
-        console.print(f"proposed {len(summary.proposed)} narrowed wording(s)", highlight=False)
-    for failure in summary.failed:
-        console.print(f"[yellow]no proposal[/] {escape(failure)}", highlight=False)
+    review_session(console, app_ctx.existing_store, app_ctx.settings)
 
 
 @app.command("set")
@@ -172,10 +140,11 @@ def reword_propose_command(
 ) -> None:
     """Ask the configured LLM for a narrowed wording of each claim with confirmed RELAXES evidence."""
     from monitor.review.rewording import propose_rewordings
+    from monitor.review.session import print_proposed
 
     app_ctx = ctx_of(ctx)
     summary = propose_rewordings(app_ctx.existing_store, app_ctx.settings, claim_ids=claim or None)
-    _propose(summary)
+    print_proposed(console, summary)
     if not summary.proposed and not summary.failed:
         console.print(
             f"nothing to propose ({summary.unchanged} claim(s) already have an open proposal)",
