@@ -21,11 +21,12 @@ import numpy as np
 from monitor.config import RelevanceSettings, Settings
 from monitor.judge.prompts import load_prompts
 from monitor.judge.work import COMPLETION_TOKENS_PER_CLAIM, Pair, WorkUnit, estimate_units
-from monitor.llm.cost import estimate_tokens, token_cost
+from monitor.llm.cost import token_cost
 from monitor.llm.texts import ClaimText, PaperText
 from monitor.relevance.reference import claim_cuts
 from monitor.relevance.scoring import PaperDoc, select_pairs
-from monitor.relevance.screen import load_screen_prompts
+from monitor.relevance.screen import ScreenUnit, load_screen_prompts
+from monitor.relevance.screen import estimate_units as estimate_screen_units
 from monitor.relevance.select import batch_ceiling, load_claim_queries, make_scorer, paper_docs
 from monitor.relevance.text import ClaimQuery
 from monitor.store import Store
@@ -107,15 +108,12 @@ def _judge_cost(
 def _screen_cost(
     settings: Settings, papers: Sequence[PaperDoc], claims: Sequence[ClaimText], chosen: Chosen
 ) -> tuple[int, int, int]:
-    """Calls and tokens of screening the chosen pairs, relevance.screen_claims_per_call a call."""
-    prompts = load_screen_prompts(settings.judge.prompts_dir)
-    calls = prompt = completion = 0
-    for paper, part in _calls(papers, claims, chosen, settings.relevance.screen_claims_per_call):
-        calls += 1
-        prompt += estimate_tokens("\n".join(m["content"] for m in prompts.messages(paper, part)))
-        # As estimate_screen budgets an answer: a short list of ids, four tokens a claim asked.
-        completion += 8 + 4 * len(part)
-    return calls, prompt, completion
+    """Calls and tokens of screening the chosen pairs, relevance.screen_claims_per_call a call, as the
+    screen's own estimate budgets them."""
+    calls = _calls(papers, claims, chosen, settings.relevance.screen_claims_per_call)
+    units = [ScreenUnit(paper, part) for paper, part in calls]
+    prompt, completion = estimate_screen_units(units, load_screen_prompts(settings.judge.prompts_dir))
+    return len(units), prompt, completion
 
 
 def _claim_texts(store: Store, queries: Sequence[ClaimQuery]) -> list[ClaimText]:
