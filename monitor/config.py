@@ -160,10 +160,14 @@ class JudgeSettings(Section):
     # until `--force` or `monitor retest` (0: never park).
     park_after_failures: int = Field(3, ge=0)
 
+    def has_server(self) -> bool:
+        """An OpenAI-compatible server is configured (a base URL or an API key)."""
+        return bool(self.base_url or self.api_key)
+
     def resolved_provider(self) -> Literal["local", "openai"]:
         if self.provider != "auto":
             return self.provider
-        return "openai" if (self.base_url or self.api_key) else "local"
+        return "openai" if self.has_server() else "local"
 
 
 Stance = Literal["SUPPORTS", "RELAXES", "OVERTURNS"]

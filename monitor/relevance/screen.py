@@ -110,7 +110,7 @@ class LLMScreen:
         judge = settings.judge
         if settings.relevance.screen_model:
             judge = judge.model_copy(update={"model": settings.relevance.screen_model})
-        if not (judge.base_url or judge.api_key):
+        if not judge.has_server():
             raise ConfigError(
                 "relevance.screen = 'llm' needs an LLM: set judge.base_url (OPENAI_BASE_URL) or an API key "
                 "(OPENAI_API_KEY)"

@@ -24,7 +24,7 @@ from monitor.report.views import (
     LineView,
     Summary,
 )
-from monitor.review.rewording import llm_configured, open_views, propose_rewordings
+from monitor.review.rewording import open_views, propose_rewordings
 from monitor.store.claims import active_claims, lines_by_claim
 from monitor.store.db import Store
 from monitor.store.digests import period_usage
@@ -153,7 +153,7 @@ def _propose_wordings(
 ) -> None:
     """With an LLM configured, a narrowed wording for each claim that confirmed RELAXES evidence bounds."""
     due = [v.id for v in views.values() if v.conditions]
-    if not due or not llm_configured(settings):
+    if not due or not settings.judge.has_server():
         return
     done = propose_rewordings(store, settings, due, run.id if run else None)
     if run is not None:

@@ -33,7 +33,7 @@ from monitor.store.claims import active_links_of_claim, add_claim, cite_instead,
 from monitor.store.models import Claim, ClaimRewording, utcnow
 from monitor.store.papers import get_paper
 from monitor.store.reviews import decisions_in_force
-from monitor.store.rewordings import add_proposal, decide, get_rewording, open_proposals, proposals_for
+from monitor.store.rewordings import add_proposal, decide, get_rewording, open_proposals
 
 TEMPLATE_NAMES = ("reword_system.j2", "reword_user.j2", "reword_correction.j2")
 MAX_WORDS = 80  # the prompt asks for at most 60; a little slack before calling it a rewrite
@@ -95,7 +95,7 @@ class ClaimRewriter:
 
     def __init__(self, settings: Settings, client: OpenAI | None = None) -> None:
         judge = settings.judge
-        if not (judge.base_url or judge.api_key):
+        if not judge.has_server():
             raise ConfigError(
                 "proposing a wording needs an LLM: set judge.base_url (OPENAI_BASE_URL) or an API key "
                 "(OPENAI_API_KEY)"
@@ -162,10 +162,6 @@ def confirmed_relaxes(session: Session, claim_ids: list[str] | None = None) -> d
         quote = latest_quote(session, cid, arxiv_id)
         found.setdefault(cid, []).append(Confirmed(arxiv_id, paper.title, quote or "", decision.note))
     return found
-
-
-def llm_configured(settings: Settings) -> bool:
-    return bool(settings.judge.base_url or settings.judge.api_key)
 
 
 @dataclass
@@ -270,13 +266,6 @@ def reject(store: Store, rewording_id: int, note: str = "") -> Decided:
         row = _open_row(s, rewording_id)
         decide(s, row, "rejected", note, None)
         return Decided(rewording_id, "rejected", row.claim_id, None, 0)
-
-
-def history(store: Store, claim_id_: str) -> list[ClaimRewording]:
-    with store.session() as s:
-        rows = proposals_for(s, claim_id_)
-        s.expunge_all()
-        return rows
 
 
 def _open_row(s: Session, rewording_id: int) -> ClaimRewording:

@@ -11,7 +11,7 @@ from rich.markup import escape
 
 from monitor.config import Settings
 from monitor.review.queue import review_queue
-from monitor.review.rewording import ProposeSummary, llm_configured, open_views, propose_rewordings
+from monitor.review.rewording import ProposeSummary, open_views, propose_rewordings
 from monitor.review.terminal import walk, walk_proposals
 from monitor.store.db import Store
 from monitor.verdicts.rollup import compute_verdicts
@@ -41,7 +41,7 @@ def review_session(console: Console, store: Store, settings: Settings) -> None:
         )
         if summary.left:
             return  # quit: the proposals wait too
-        if summary.decided and llm_configured(settings):
+        if summary.decided and settings.judge.has_server():
             print_proposed(console, propose_rewordings(store, settings))
     proposals = open_views(store)
     if not queue and not proposals:

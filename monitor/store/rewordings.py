@@ -39,19 +39,6 @@ def add_proposal(session: Session, fields: dict[str, Any]) -> int:
     return row.id
 
 
-def proposals_for(session: Session, claim_id: str) -> list[ClaimRewording]:
-    """Every proposal ever made for one claim, oldest first (its rewording history)."""
-    query = select(ClaimRewording).where(ClaimRewording.claim_id == claim_id)
-    return list(session.scalars(query.order_by(ClaimRewording.id)))
-
-
-def list_proposals(session: Session, status: str | None = "proposed") -> list[ClaimRewording]:
-    query = select(ClaimRewording).order_by(ClaimRewording.id)
-    if status is not None:
-        query = query.where(ClaimRewording.status == status)
-    return list(session.scalars(query))
-
-
 def accepted_wordings(session: Session) -> dict[str, ClaimRewording]:
     """Old claim id -> the accepted rewording that replaced it (the newest, if ever several)."""
     query = select(ClaimRewording).where(ClaimRewording.status == "accepted").order_by(ClaimRewording.id)
