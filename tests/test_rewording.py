@@ -98,6 +98,21 @@ def test_the_model_sees_the_confirmed_quote_and_its_proposal_is_stored(store, ll
     assert (again.proposed, again.unchanged, len(llm.chat_requests())) == ([], 1, 1)
 
 
+def test_a_paper_confirmed_after_the_proposal_gets_the_claim_asked_again(store, llm) -> None:
+    w, cid = relaxed_world(store)
+    llm.push(reply())
+    [first] = propose_rewordings(store, llm_settings(llm)).proposed
+    w.paper("2604.00002", "Dense RL in small models too", dt.date(2026, 4, 2), abstract=ABSTRACT)
+    record(store, w.assess("2604.00002", cid, "RELAXES", 0.7, evidence=QUOTE), label="R")
+    llm.push(reply(cited=["2603.00001", "2604.00002"]))
+    again = propose_rewordings(store, llm_settings(llm))
+    assert len(again.proposed) == 1 and again.unchanged == 0 and len(llm.chat_requests()) == 2
+    assert 'id="2604.00002"' in llm.chat_requests()[1].body["messages"][1]["content"]
+    [view] = open_views(store)  # the newest proposal is the one shown
+    assert view.id == again.proposed[0] != first
+    assert [a for a, _ in view.cited] == ["2603.00001", "2604.00002"]
+
+
 def test_a_bad_answer_gets_one_corrective_turn_then_counts_as_failed(store, llm) -> None:
     relaxed_world(store)
     llm.push(reply(cited=["2601.99999"]), reply(wording=CLAIM + "."))

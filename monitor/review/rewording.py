@@ -12,6 +12,7 @@ the decision. Without an LLM the digest quotes the condition the evidence names 
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +48,7 @@ class Confirmed:
     title: str
     quote: str
     note: str
+    confirmed_at: dt.datetime
 
 
 @dataclass(frozen=True)
@@ -160,7 +162,8 @@ def confirmed_relaxes(session: Session, claim_ids: list[str] | None = None) -> d
         if claim is None or claim.retired_at is not None or paper is None:
             continue
         quote = latest_quote(session, cid, arxiv_id)
-        found.setdefault(cid, []).append(Confirmed(arxiv_id, paper.title, quote or "", decision.note))
+        confirmed = Confirmed(arxiv_id, paper.title, quote or "", decision.note, decision.decided_at)
+        found.setdefault(cid, []).append(confirmed)
     return found
 
 
@@ -185,8 +188,7 @@ def propose_rewordings(
         open_now = open_proposals(s, list(wanted))
         todo = []
         for cid, evidence in wanted.items():
-            pending = open_now.get(cid)
-            if pending is not None and set(pending.cited) <= {e.arxiv_id for e in evidence}:
+            if _still_covers(open_now.get(cid), evidence):
                 summary.unchanged += 1
                 continue
             s.expunge(claim := get_claim(s, cid))  # type: ignore[arg-type]
@@ -213,6 +215,15 @@ def propose_rewordings(
             }
             summary.proposed.append(add_proposal(s, fields))
     return summary
+
+
+def _still_covers(pending: ClaimRewording | None, evidence: list[Confirmed]) -> bool:
+    """An open proposal stands while every paper it cites is still confirmed and no paper was
+    confirmed after it was made (a newer one may name another condition: ask again)."""
+    if pending is None:
+        return False
+    confirmed = {e.arxiv_id for e in evidence}
+    return set(pending.cited) <= confirmed and all(e.confirmed_at <= pending.created_at for e in evidence)
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ The verdicts stage reads decisions through `decisions_in_force`; `monitor review
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -27,6 +28,7 @@ class Decision:
     label: str | None  # the human label; None when dismissed
     from_label: str
     note: str
+    decided_at: dt.datetime
 
 
 def decisions_in_force(
@@ -38,7 +40,8 @@ def decisions_in_force(
         query = query.where(Review.claim_id.in_(list(claim_ids)))
     out: dict[tuple[str, str], Decision] = {}
     for row in session.scalars(query):
-        out[(row.claim_id, row.arxiv_id)] = Decision(row.id, row.action, row.label, row.from_label, row.note)
+        decision = Decision(row.id, row.action, row.label, row.from_label, row.note, row.created_at)
+        out[(row.claim_id, row.arxiv_id)] = decision
     return out
 
 
