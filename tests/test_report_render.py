@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from html.parser import HTMLParser
 
 import pytest
 from digest_world import NASTY, World, open_sqlite, sample, trusted_settings
 from markdown_it import MarkdownIt
+from sqlalchemy import update
 
 from monitor.report.gather import gather_digest
 from monitor.report.period import resolve_period
 from monitor.report.render import md, render
+from monitor.store.models import Assessment
 
 WEEK = resolve_period("2026-W11")
 
@@ -79,6 +82,10 @@ def test_markdown_structure_links_and_escaping(digest) -> None:
     assert "- Strength of the evidence: supports 0.80 · relaxes or overturns 0.91 · overturns 0.91" in text
     assert "](https://arxiv.org/abs/2603.01234v1) — 2026-03-10, v1 · **OVERTURNS** 0.91" in text
     assert "⚠ **for review**" in text
+    # The embedded judge's label waits for a curator: a suggestion, never printed as a finding.
+    local = next(line for line in text.splitlines() if "2603.05555" in line)
+    assert "**unconfirmed**: the local judge suggests OVERTURNS 0.60 · ⚠ **for review**" in local
+    assert "**OVERTURNS**" not in local
     assert "protein folding" not in text
     tokens = parse_md(text)
     # No raw HTML survives: hostile <script> in a title and a quote is text, not markup.
@@ -134,13 +141,14 @@ def test_html_is_escaped_inline_styled_and_self_contained(lite_digest) -> None:
     assert not [attrs for _, attrs in parser.tags if "class" in attrs]
     body = " ".join(parser.text)
     assert "for review" in body and "DURABLE" in body and "protein folding" not in body
+    assert re.search(r"unconfirmed\s*: the judge suggests OVERTURNS", body), body
 
 
 def test_text_part_is_plain(lite_digest) -> None:
     text = render(lite_digest, "txt", trusted_settings())
     assert "DURABLE -> CONTESTED" in text
     assert "<https://arxiv.org/abs/2603.01234v1>" in text
-    assert "FOR REVIEW" in text
+    assert "FOR REVIEW" in text and "unconfirmed, the judge suggests OVERTURNS 0.60" in text
     assert "Research questions: Research questions need an LLM judge" in text
 
 
@@ -256,3 +264,23 @@ def test_a_paper_is_shown_in_full_once_per_line(lite) -> None:
     assert "Also bears on: `c_a` (SUPPORTS)" in section
     assert "**SUPPORTS** 0.90 (openai): shown above under `c_b`" in section
     assert "the first quoted finding here" not in text  # no second full entry
+
+
+
+def test_a_cross_reference_never_states_a_withheld_or_unconfirmed_label(lite) -> None:
+    w = World(lite)
+    w.line("rl", "What breaks?")
+    for cid in ("c_a", "c_b", "c_c"):
+        w.claim(cid, f"Claim {cid}", ("rl",), date_text="2025")
+    w.paper("2603.00009", "One paper, three claims", dt.date(2026, 3, 10))
+    w.assess("2603.00009", "c_a", "SUPPORTS", 0.7, judge="local", evidence="the first quoted finding here")
+    w.assess("2603.00009", "c_b", "RELAXES", 0.4, judge="local", evidence="the second quoted finding here")
+    w.assess("2603.00009", "c_c", "OVERTURNS", 0.9, evidence="the third quoted finding here")
+    with lite.session() as s:  # the embedded judge withheld its stance on c_b
+        s.execute(update(Assessment).where(Assessment.claim_id == "c_b").values(abstained=True))
+    settings = trusted_settings()
+    section = render(gather_digest(lite, settings, WEEK), "md", settings).split("## What breaks?", 1)[1]
+    assert "`c_a` (unconfirmed SUPPORTS)" in section and "`c_b` (stance unclear, leans RELAXES)" in section
+    assert "unconfirmed, the local judge suggests SUPPORTS 0.70: shown above under `c_c`" in section
+    assert "related, stance unclear (leans RELAXES 0.40, local): shown above under `c_c`" in section
+    assert "**SUPPORTS**" not in section and "**RELAXES**" not in section

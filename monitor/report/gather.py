@@ -45,7 +45,11 @@ def _day_range(period: Period) -> tuple[dt.datetime, dt.datetime]:
 
 
 def _claim_view(claim: Claim, now: Outcome, before: Outcome, period: Period, lines: list[str]) -> ClaimView:
-    new = [EvidenceView(i, i in now.for_review) for i in now.counted if period.contains(i.appeared)]
+    new = [
+        EvidenceView(i, i in now.for_review, unconfirmed=i in now.held)
+        for i in now.counted
+        if period.contains(i.appeared)
+    ]
     # "Related, stance unclear" pairs of the period are shown for review; they move no verdict.
     new += [EvidenceView(i, True) for i in now.unclear if period.contains(i.appeared)]
     # Strongest first: stated before "stance unclear", against before for, then confidence.
@@ -218,4 +222,11 @@ def _each_paper_once(section: LineView) -> None:
                 continue
             home, full = first[ref]
             view.shown_under = home
-            full.also.append((claim.id, view.item.label))
+            full.also.append((claim.id, _label_as_shown(view)))
+
+
+def _label_as_shown(view: EvidenceView) -> str:
+    """A label as a cross-reference names it: a withheld stance or an unconfirmed one is not a finding."""
+    if view.item.abstained:
+        return f"stance unclear, leans {view.item.label}"
+    return f"unconfirmed {view.item.label}" if view.unconfirmed else view.item.label

@@ -25,6 +25,9 @@ class EvidenceView:
     for_review: bool = False  # waits for a curator, or an OVERTURNS too weak to overturn the claim
     shown_under: str = ""  # shown in full under this earlier claim of the same line: one line here
     also: list[tuple[str, str]] = field(default_factory=list)  # (claim id, label) further down the line
+    # The label of a judge whose labels wait for a curator (verdicts.confirm_judges): a suggestion the
+    # digest must not print as a finding.
+    unconfirmed: bool = False
 
     @property
     def url(self) -> str:

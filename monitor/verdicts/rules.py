@@ -152,6 +152,7 @@ class Outcome:
     status: str
     movers: list[EvidenceItem] = field(default_factory=list)  # the papers that put it in this status
     for_review: list[EvidenceItem] = field(default_factory=list)  # OVERTURNS too weak to overturn
+    held: list[EvidenceItem] = field(default_factory=list)  # a confirm_judges label nobody confirmed yet
     unclear: list[EvidenceItem] = field(default_factory=list)  # "related, stance unclear", in the window
     strongest_recent: EvidenceItem | None = None  # strongest RELAXES/OVERTURNS of the recent window
     counted: list[EvidenceItem] = field(default_factory=list)  # every item that passed rule 1
@@ -241,16 +242,18 @@ def decide(
     cutoff = evidence_cutoff(date)
     counted = [i for i in items if counts(i, cutoff, as_of, th)]
     status, movers = classify(counted, th)
-    moving = [i for i in counted if not th.held(i)]  # what moves verdicts: not what waits for a curator
+    held = [i for i in counted if th.held(i)]
+    moving = [i for i in counted if i not in held]  # what moves verdicts: not what waits for a curator
     settled = status in (OVERTURNED, CONTESTED)
     for_review = [
-        i for i in counted if th.held(i) or (i.label == "OVERTURNS" and not settled and not i.reviewed)
+        i for i in counted if i in held or (i.label == "OVERTURNS" and not settled and not i.reviewed)
     ]
     unclear = [i for i in items if i.abstained and counts(replace(i, abstained=False), cutoff, as_of, th)]
     return Outcome(
         status=status,
         movers=movers,
         for_review=_strongest_first(for_review),
+        held=held,
         unclear=_strongest_first(unclear),
         strongest_recent=_strongest_recent(moving, th, as_of),
         counted=counted,
