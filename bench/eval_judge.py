@@ -2,7 +2,8 @@
 
     python bench/eval_judge.py [--shared ../shared] [--limit N] [--judge local|openai] [--json FILE]
 
-Sets: the teacher set's `test` split (papers never trained on or calibrated on; 4-way),
+Sets: the teacher set's `test` split (papers never trained on or calibrated on; 4-way), its first two
+rounds and its third (searched) round apart,
 eval/domain_dev.jsonl (4-way; its papers are never drawn into the teacher set), SciFact dev (3-way:
 RELAXES counts as SUPPORTS), and the SciFact dev pairs whose abstract is not cited in train (SciFact's
 negated claims reuse their original's abstract, so a judge that recognised abstracts would look
@@ -68,9 +69,14 @@ def main() -> None:
     judge = make_judge(Settings(), args.judge)
     print(f"judge {judge.name} {judge.model}: loaded in {time.perf_counter() - started:.1f} s")
 
-    teacher_test = [p for p in read_pairs(args.teacher) if p.extra.get("split") == "test"][: args.limit]
+    teacher_test = [p for p in read_pairs(args.teacher) if p.extra.get("split") == "test"]
+    # The third round (papers found by searching for each seed claim's bearing papers) is its own row:
+    # harder than the others, and the shipped student was not trained on it.
+    searched = [p for p in teacher_test if p.extra.get("bucket") == "queried"][: args.limit]
+    earlier = [p for p in teacher_test if p.extra.get("bucket") != "queried"][: args.limit]
     sets = [
-        ("teacher test split (4-way)", teacher_test, False),
+        ("teacher test split, rounds 1-2 (4-way)", earlier, False),
+        ("teacher test split, searched round (4-way)", searched, False),
         ("domain_dev (4-way)", read_pairs(eval_dir / "domain_dev.jsonl", limit=args.limit), False),
         ("SciFact dev (3-way)", read_pairs(eval_dir / "scifact" / "pairs_dev.jsonl", limit=args.limit), True),
     ]

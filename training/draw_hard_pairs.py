@@ -16,20 +16,17 @@ reproducible only with the same model (recorded in each row's `picked_by`).
 from __future__ import annotations
 
 import argparse
-import json
 import random
 from pathlib import Path
 
 import numpy as np
-from draw_pairs import SHARED, excluded_ids, pair_row, seed_claims
+from draw_pairs import SHARED, eligible_papers, pair_row, seed_claims
 from jsonl import read_jsonl, write_jsonl
 
 from monitor.config import RelevanceSettings
 from monitor.judge.student import StudentJudge
 from monitor.llm.texts import ClaimText, PaperText
-from monitor.relevance.bm25 import tokenize
 from monitor.relevance.scoring import PaperDoc, RelevanceScorer
-from monitor.relevance.text import paper_text
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -46,11 +43,8 @@ def main() -> None:
     args = parser.parse_args()
     rng = random.Random(args.seed)
 
-    skip = excluded_ids()
     done = {(r["claim"], r["arxiv_id"]) for r in read_jsonl(args.teacher)}
-    papers = [json.loads(line) for line in args.corpus.open(encoding="utf-8") if line.strip()]
-    papers = [p for p in papers if p["arxiv_id"] not in skip]
-    tokens = tokenize([paper_text(p["title"], p["abstract"]) for p in papers])
+    papers, tokens = eligible_papers(args.corpus)
     claims = seed_claims()
     scorer = RelevanceScorer(RelevanceSettings(method="bm25"), [q for q, _ in claims])
     docs = [PaperDoc(i, p["arxiv_id"], 1, p["title"], p["abstract"]) for i, p in enumerate(papers)]

@@ -63,6 +63,14 @@ def excluded_ids() -> set[str]:
     return held | dev
 
 
+def eligible_papers(corpus: Path) -> tuple[list[dict], list[list[str]]]:
+    """The corpus less held-out and domain_dev papers, and their tokens as the relevance stage makes them."""
+    skip = excluded_ids()
+    papers = [json.loads(line) for line in corpus.open(encoding="utf-8") if line.strip()]
+    papers = [p for p in papers if p["arxiv_id"] not in skip]
+    return papers, tokenize([paper_text(p["title"], p["abstract"]) for p in papers])
+
+
 def seed_claims() -> list[tuple[ClaimQuery, str | None]]:
     """The seeds' claims with the relevance stage's query context, and each claim's date as written."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -116,10 +124,8 @@ def main() -> None:
     rng = random.Random(args.seed)
 
     skip = excluded_ids()
-    papers = [json.loads(line) for line in args.corpus.open(encoding="utf-8") if line.strip()]
-    papers = [p for p in papers if p["arxiv_id"] not in skip]
+    papers, tokens = eligible_papers(args.corpus)
     by_id = {p["arxiv_id"]: i for i, p in enumerate(papers)}
-    tokens = tokenize([paper_text(p["title"], p["abstract"]) for p in papers])
 
     claims: list[tuple[str, ClaimQuery, str | None, str | None, tuple]] = []
     if not args.variants:

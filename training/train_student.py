@@ -268,6 +268,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--easy-keep", type=float, default=0.4, help="Share of easy UNRELATED pairs kept.")
     parser.add_argument("--weight-power", type=float, default=0.75, help="Class weight: (1/frequency)^power.")
+    parser.add_argument(
+        "--searched",
+        action="store_true",
+        help="Also use the third, searched round (bucket 'queried'; measured no better: training/README.md).",
+    )
     parser.add_argument("--limit", type=int, help="Only this many training pairs (a smoke run).")
     parser.add_argument(
         "--calibrate-only", action="store_true", help="Keep --out's model.onnx; redo calibration and scores."
@@ -279,7 +284,7 @@ def main() -> None:
     torch.manual_seed(args.seed)
     torch.set_num_threads(max(1, torch.get_num_threads()))
 
-    teacher = read_jsonl(args.teacher)
+    teacher = [r for r in read_jsonl(args.teacher) if args.searched or r.get("bucket") != "queried"]
     split = {name: [r for r in teacher if r["split"] == name] for name in ("train", "calib", "test")}
     # Easy negatives (off-topic papers, SciFact's unrelated abstracts) teach little after the first few
     # hundred; keeping a share of them spends the epochs on the on-topic pairs that are hard.
@@ -291,7 +296,7 @@ def main() -> None:
         for r in split["train"] + read_jsonl(args.scifact)
         if r["label"] != "UNRELATED"
         or "split" not in r
-        or (r.get("bucket") in ("top", "cut", "source", "hard", "near"))
+        or (r.get("bucket") in ("top", "cut", "source", "hard", "near", "queried"))
         or keep.random() < args.easy_keep
     ]
     if args.limit:
