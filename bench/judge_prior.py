@@ -11,11 +11,10 @@ separates the two causes of a low domain score:
   no decision rule changes;
 - macro-F1 of the best guess with the UNRELATED logit shifted by `s` (0 is the shipped rule), and with
   the probabilities re-weighted to the set's own label mix (an oracle: a judge is never told this);
-- for each shift, what it would do at run time: on the teacher set's held-out seed-claim pairs drawn by
+- for each shift, what it would do at run time: on the teacher set's held-out seed-claim pairs drawn at
   ranks 1-40 and 250-800 of the claim's relevance ranking (buckets `top` and `cut`; today's cut is near
-  rank 440; never trained on), the share of
-  pairs it would flag as bearing (stated or "related, stance unclear", i.e. for a curator's review) and
-  how many of those the teacher found bearing.
+  rank 440; never trained on), the share of pairs it would flag as bearing (stated or "related, stance
+  unclear", i.e. for a curator's review) and how many of those the teacher found bearing.
 """
 
 from __future__ import annotations
