@@ -11,6 +11,7 @@ from digest_world import NASTY, World, open_sqlite, sample, trusted_settings
 from markdown_it import MarkdownIt
 from sqlalchemy import update
 
+from monitor.judge.student import Coverage, StudentJudge, measured_coverage
 from monitor.report.gather import gather_digest
 from monitor.report.period import resolve_period
 from monitor.report.render import md, render
@@ -168,6 +169,51 @@ def test_period_with_papers_but_nothing_relevant(lite) -> None:
     settings = trusted_settings()
     text = render(gather_digest(lite, settings, resolve_period("2026-W15")), "md", settings)
     assert "No relevant papers this period" in text and "1 papers were read" in text
+
+
+def test_a_period_judged_offline_says_how_much_the_embedded_judge_misses(lite) -> None:
+    w = World(lite)
+    sample(w)
+    w.paper("2604.00001", "Read offline", dt.date(2026, 4, 7))
+    w.paper("2604.00002", "Read by an LLM", dt.date(2026, 4, 8))
+    w.assess("2604.00001", "c_sparse", "UNRELATED", 0.9, judge="local", evidence="")
+    w.assess("2604.00002", "c_calib", "UNRELATED", 0.9, evidence="")
+    settings = trusted_settings()
+    d = gather_digest(lite, settings, resolve_period("2026-W15"))
+    coverage = measured_coverage()
+    assert coverage is not None and 0 < coverage.found < coverage.bearing  # the shipped model's figures
+    assert d.summary.pairs_judged == 2 and d.summary.judged_embedded == 1
+    assert StudentJudge.name == "local"  # the name monitor/store/digests.py counts it by
+    figure = f"it found {coverage.found} of the {coverage.bearing} papers that bear on their claim"
+    text = render(d, "md", settings)
+    head = "**1 of 2 pairs judged offline by the embedded model.**"
+    assert f"{head} On held-out pairs like these {figure}" in text
+    assert "papers were read and the embedded judge found none that bears on a claim" in text
+    assert "none bears on a claim." not in text
+    html, plain = render(d, "html", settings), render(d, "txt", settings)
+    assert figure in html and figure in plain
+    assert "No relevant papers this period (by the embedded judge, which misses most)." in plain
+
+
+def test_a_period_judged_by_an_llm_alone_carries_no_offline_caveat(lite) -> None:
+    w = World(lite)
+    sample(w)
+    w.paper("2604.00002", "Read by an LLM", dt.date(2026, 4, 8))
+    w.assess("2604.00002", "c_calib", "UNRELATED", 0.9, evidence="")
+    settings = trusted_settings()
+    d = gather_digest(lite, settings, resolve_period("2026-W15"))
+    assert d.summary.judged_embedded == 0 and d.summary.embedded_coverage is None
+    for form in ("md", "html", "txt"):
+        assert "embedded" not in render(d, form, settings)
+
+
+def test_a_model_built_without_coverage_figures_reads_as_none(tmp_path) -> None:
+    assert measured_coverage(tmp_path) is None
+    (tmp_path / "coverage.json").write_text('{"test_ranked": {"n": 5}}')
+    assert measured_coverage(tmp_path) is None
+    figures = '{"test_ranked": {"n": 5, "bearing": 2, "flagged": 1, "found": 1}}'
+    (tmp_path / "coverage.json").write_text(figures)
+    assert measured_coverage(tmp_path) == Coverage(5, 2, 1, 1)
 
 
 def test_user_templates_override_the_shipped_ones(lite, tmp_path) -> None:

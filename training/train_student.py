@@ -391,6 +391,22 @@ def onnx_logits(path: Path, encoded: list[tuple[list[int], list[int]]]) -> np.nd
     return np.array(rows) if rows else np.zeros((0, len(LABELS)), np.float32)
 
 
+def coverage_at(probs: np.ndarray, gold: np.ndarray, config: StudentConfig) -> dict:
+    """How many bearing pairs the judge flags (states or keeps for review), and how many flags bear.
+
+    Scored on pairs drawn by relevance rank, as the judge meets them at run time; the digest quotes
+    `found / bearing` beside an offline period's "nothing bears on a claim".
+    """
+    flagged = np.array([decide(row, config).label != "UNRELATED" for row in probs], dtype=bool)
+    bearing = gold != LABELS.index("UNRELATED")
+    return {
+        "n": len(gold),
+        "bearing": int(bearing.sum()),
+        "flagged": int(flagged.sum()),
+        "found": int((flagged & bearing).sum()),
+    }
+
+
 def calibrate(
     args: argparse.Namespace, split: dict[str, list[dict]], encoder: PairEncoder, training: dict
 ) -> None:
@@ -420,13 +436,21 @@ def calibrate(
     test_logits = onnx_logits(model_path, encode_all(encoder, split["test"]))
     test_gold = np.array([LABELS.index(r["label"]) for r in split["test"]])
     test_natural = np.array([not r["source"].startswith("variant") for r in split["test"]])
+    # Real claims against papers drawn by relevance rank (not picked by a model or a search).
+    test_ranked = test_natural & np.array([r.get("bucket") in ("top", "cut") for r in split["test"]])
     test_probs = config.probabilities(test_logits)
     scores = {
         "calib": scores_at(config.probabilities(calib_logits), calib_gold, config),
         "test": scores_at(test_probs, test_gold, config),
         "test_natural": scores_at(test_probs[test_natural], test_gold[test_natural], config),
     }
-    print(json.dumps({"thresholds": thresholds, "all": every, "natural": real, **scores}, indent=1))
+    coverage = coverage_at(test_probs[test_ranked], test_gold[test_ranked], config)
+    print(
+        json.dumps(
+            {"thresholds": thresholds, "all": every, "natural": real, **scores, "coverage": coverage},
+            indent=1,
+        )
+    )
     data = {
         "labels": list(LABELS), "max_tokens": args.max_tokens, "claim_tokens": args.claim_tokens,
         "temperature": round(temperature, 6), "bias": [round(float(b), 6) for b in bias],
@@ -434,6 +458,14 @@ def calibrate(
         "info": {"training": training, "calibrated_on": len(split["calib"]), "scores": scores},
     }  # fmt: skip
     (args.out / "student.json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    write_coverage(args.out, coverage)
+
+
+def write_coverage(out: Path, coverage: dict) -> None:
+    """coverage.json: what the digest quotes. Apart from student.json, whose bytes are part of the
+    judge's cache key, so that a figure about the model never re-judges a pair."""
+    text = json.dumps({"test_ranked": coverage}, indent=1) + "\n"
+    (out / "coverage.json").write_text(text, encoding="utf-8")
 
 
 def export(model: CrossEncoder, path: Path, sample: list[tuple[list[int], list[int]]]) -> None:

@@ -209,6 +209,28 @@ def load_config(directory: Path | None = None) -> tuple[StudentConfig, Path, str
     return config, model_path, digest
 
 
+@dataclass(frozen=True)
+class Coverage:
+    """Of held-out pairs of real claims drawn by relevance rank (as the judge meets them at run time),
+    how many bear on their claim (by the teacher), how many the judge flags (states a stance or keeps
+    for review), and how many of those bear. Measured when the model was built (`coverage.json`)."""
+
+    n: int
+    bearing: int
+    flagged: int
+    found: int
+
+
+def measured_coverage(directory: Path | None = None) -> Coverage | None:
+    """The shipped model's coverage figures; None for a model built without them."""
+    path = (directory or _shipped_dir()) / "coverage.json"
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))["test_ranked"]
+        return Coverage(int(raw["n"]), int(raw["bearing"]), int(raw["flagged"]), int(raw["found"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 class StudentJudge(Judge):
     """The distilled cross-encoder; deterministic and offline."""
 

@@ -13,6 +13,7 @@ from collections import Counter
 from sqlalchemy.orm import Session
 
 from monitor.config import Settings
+from monitor.judge.student import measured_coverage
 from monitor.report.period import Period
 from monitor.report.research import research_questions
 from monitor.report.views import (
@@ -112,6 +113,8 @@ def _summary(s: Session, settings: Settings, period: Period, claims: list[ClaimV
         tokens=usage.prompt_tokens + usage.completion_tokens,
         cost_usd=float(cost),
         parked=count_parked(s),
+        judged_embedded=usage.judged_embedded,
+        embedded_coverage=measured_coverage() if usage.judged_embedded else None,
     )
 
 

@@ -6,6 +6,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
+from monitor.judge.student import Coverage
 from monitor.report.period import Period
 from monitor.report.research import ResearchQuestions
 from monitor.review.rewording import ProposalView
@@ -126,6 +127,10 @@ class Summary:
     cost_usd: float
     proposals: int = 0  # narrowed wordings waiting for a curator (`monitor review`)
     parked: int = 0  # pairs the judge failed too often to keep asking (monitor/store/failures.py)
+    # Pairs the embedded offline judge decided, and how much of what bears on a claim it finds: a
+    # reader must not take its UNRELATED for "nothing bears on the claim".
+    judged_embedded: int = 0
+    embedded_coverage: Coverage | None = None
 
     def as_stats(self) -> dict[str, Any]:
         return {
@@ -136,6 +141,7 @@ class Summary:
             "pairs_judged": self.pairs_judged,
             "new_evidence": self.new_evidence,
             "for_review": self.for_review,
+            "judged_embedded": self.judged_embedded,
             "proposals": self.proposals,
             "tokens": self.tokens,
             "cost_usd": round(self.cost_usd, 4),

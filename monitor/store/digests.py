@@ -18,6 +18,7 @@ class PeriodUsage(NamedTuple):
     judged: int
     prompt_tokens: int
     completion_tokens: int
+    judged_embedded: int = 0  # of `judged`, by the embedded offline judge (`local`)
 
 
 def period_usage(
@@ -31,6 +32,11 @@ def period_usage(
         select(Paper.arxiv_id).where(Paper.published.between(first, last))
     ) & (Assessment.created_at >= start)
     judged = session.scalar(select(func.count()).select_from(Assessment).where(in_period | about_period))
+    embedded = session.scalar(
+        select(func.count())
+        .select_from(Assessment)
+        .where((in_period | about_period) & (Assessment.judge == "local"))
+    )
     exchange_ids = select(Assessment.exchange_id).where(
         (in_period | about_period) & Assessment.exchange_id.is_not(None)
     )
@@ -43,7 +49,7 @@ def period_usage(
             | LLMExchange.id.in_(exchange_ids)
         )
     ).one()
-    return PeriodUsage(int(judged or 0), int(prompt), int(completion))
+    return PeriodUsage(int(judged or 0), int(prompt), int(completion), int(embedded or 0))
 
 
 def save_digest(
