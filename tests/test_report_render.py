@@ -195,6 +195,16 @@ def test_a_period_judged_offline_says_how_much_the_embedded_judge_misses(lite) -
     assert "No relevant papers this period (by the embedded judge, which misses most)." in plain
 
 
+def test_a_store_without_claims_says_so_instead_of_nothing_bears(lite) -> None:
+    World(lite).paper("2604.00001", "A paper and no claim", dt.date(2026, 4, 7))
+    settings = trusted_settings()
+    d = gather_digest(lite, settings, resolve_period("2026-W15"))
+    for form in ("md", "html", "txt"):
+        text = render(d, form, settings)
+        assert "No claims to test yet" in text and "monitor seeds import" in text
+        assert "none bears" not in text and "No relevant papers" not in text
+
+
 def test_a_period_judged_by_an_llm_alone_carries_no_offline_caveat(lite) -> None:
     w = World(lite)
     sample(w)

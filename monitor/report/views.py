@@ -163,6 +163,11 @@ class Digest:
     overturn_strength: float = 0.9
 
     @property
+    def no_claims(self) -> bool:
+        """Nothing to test: a digest must not read "none bears on a claim" when there is no claim."""
+        return not any(self.summary.counts.values())
+
+    @property
     def no_announcements(self) -> bool:
         return self.summary.papers_published == 0 and self.summary.papers_first_seen == 0
 
