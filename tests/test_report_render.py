@@ -115,7 +115,8 @@ def test_markdown_structure_links_and_escaping(digest) -> None:
             rows.append(cells)
     assert rows and set(rows) == {2, 4} and rows.count(4) == 2  # summary table + one quiet table
     # Every claim is named: an untested one without news in one line at the end.
-    assert "**Untested**: Diversity falls as pass@1 rises (`c_div`, undated: no relevant paper found yet)" in text
+    untested = "**Untested**: Diversity falls as pass@1 rises (`c_div`, undated: no relevant paper found yet)"
+    assert untested in text
 
 
 def test_markdown_escape_function() -> None:
