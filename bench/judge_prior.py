@@ -81,8 +81,9 @@ def main() -> None:
     args = parser.parse_args()
 
     judge = StudentJudge()
-    teacher = [p for p in read_pairs(args.teacher) if p.extra.get("source") == "seed"]
-    calib_mix = Counter(p.label for p in read_pairs(args.teacher) if p.extra.get("split") == "calib")
+    everything = read_pairs(args.teacher)
+    teacher = [p for p in everything if p.extra.get("source") == "seed"]
+    calib_mix = Counter(p.label for p in everything if p.extra.get("split") == "calib")
     sets = {
         "domain_dev": read_pairs(args.shared / "eval" / "domain_dev.jsonl"),
         "teacher test, seed claims": [p for p in teacher if p.extra.get("split") == "test"],

@@ -26,6 +26,7 @@ import random
 import sys
 import tempfile
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +41,7 @@ from jsonl import read_jsonl  # noqa: E402
 from monitor.embeddings import model_files  # noqa: E402
 from monitor.judge.evaluate import Pair, Prediction, operating_point, score  # noqa: E402
 from monitor.judge.sentences import split_sentences  # noqa: E402
-from monitor.judge.student import PairEncoder, StudentConfig, decide, pad_batch  # noqa: E402
+from monitor.judge.student import Coverage, PairEncoder, StudentConfig, decide, pad_batch  # noqa: E402
 
 SHARED = REPO.parent / "shared"
 LABELS = ("SUPPORTS", "RELAXES", "OVERTURNS", "UNRELATED")
@@ -391,7 +392,7 @@ def onnx_logits(path: Path, encoded: list[tuple[list[int], list[int]]]) -> np.nd
     return np.array(rows) if rows else np.zeros((0, len(LABELS)), np.float32)
 
 
-def coverage_at(probs: np.ndarray, gold: np.ndarray, config: StudentConfig) -> dict:
+def coverage_at(probs: np.ndarray, gold: np.ndarray, config: StudentConfig) -> Coverage:
     """How many bearing pairs the judge flags (states or keeps for review), and how many flags bear.
 
     Scored on pairs drawn by relevance rank, as the judge meets them at run time; the digest quotes
@@ -399,12 +400,7 @@ def coverage_at(probs: np.ndarray, gold: np.ndarray, config: StudentConfig) -> d
     """
     flagged = np.array([decide(row, config).label != "UNRELATED" for row in probs], dtype=bool)
     bearing = gold != LABELS.index("UNRELATED")
-    return {
-        "n": len(gold),
-        "bearing": int(bearing.sum()),
-        "flagged": int(flagged.sum()),
-        "found": int((flagged & bearing).sum()),
-    }
+    return Coverage(len(gold), int(bearing.sum()), int(flagged.sum()), int((flagged & bearing).sum()))
 
 
 def calibrate(
@@ -447,7 +443,7 @@ def calibrate(
     coverage = coverage_at(test_probs[test_ranked], test_gold[test_ranked], config)
     print(
         json.dumps(
-            {"thresholds": thresholds, "all": every, "natural": real, **scores, "coverage": coverage},
+            {"thresholds": thresholds, "all": every, "natural": real, **scores, "coverage": asdict(coverage)},
             indent=1,
         )
     )
@@ -461,10 +457,10 @@ def calibrate(
     write_coverage(args.out, coverage)
 
 
-def write_coverage(out: Path, coverage: dict) -> None:
-    """coverage.json: what the digest quotes. Apart from student.json, whose bytes are part of the
-    judge's cache key, so that a figure about the model never re-judges a pair."""
-    text = json.dumps({"test_ranked": coverage}, indent=1) + "\n"
+def write_coverage(out: Path, coverage: Coverage) -> None:
+    """coverage.json, read back by `measured_coverage`: what the digest quotes. Apart from student.json,
+    whose bytes are part of the judge's cache key, so that a figure about the model never re-judges a pair."""
+    text = json.dumps({"test_ranked": asdict(coverage)}, indent=1) + "\n"
     (out / "coverage.json").write_text(text, encoding="utf-8")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, NamedTuple
 
-from sqlalchemy import func, select
+from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
 from monitor.store.models import Assessment, Paper
@@ -31,12 +31,11 @@ def period_usage(
     about_period = Assessment.arxiv_id.in_(
         select(Paper.arxiv_id).where(Paper.published.between(first, last))
     ) & (Assessment.created_at >= start)
-    judged = session.scalar(select(func.count()).select_from(Assessment).where(in_period | about_period))
-    embedded = session.scalar(
-        select(func.count())
+    judged, embedded = session.execute(
+        select(func.count(), func.coalesce(func.sum(case((Assessment.judge == "local", 1), else_=0)), 0))
         .select_from(Assessment)
-        .where((in_period | about_period) & (Assessment.judge == "local"))
-    )
+        .where(in_period | about_period)
+    ).one()
     exchange_ids = select(Assessment.exchange_id).where(
         (in_period | about_period) & Assessment.exchange_id.is_not(None)
     )
