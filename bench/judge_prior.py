@@ -83,7 +83,10 @@ def main() -> None:
     judge = StudentJudge()
     everything = read_pairs(args.teacher)
     teacher = [p for p in everything if p.extra.get("source") == "seed"]
-    calib_mix = Counter(p.label for p in everything if p.extra.get("split") == "calib")
+    # The slice the shipped calibration was fitted on: train_student.py leaves the searched round out.
+    calib_mix = Counter(
+        p.label for p in everything if p.extra.get("split") == "calib" and p.extra.get("bucket") != "queried"
+    )
     sets = {
         "domain_dev": read_pairs(args.shared / "eval" / "domain_dev.jsonl"),
         "teacher test, seed claims": [p for p in teacher if p.extra.get("split") == "test"],
