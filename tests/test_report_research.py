@@ -207,3 +207,5 @@ def test_questions_no_line_can_get_are_explained_once_for_the_whole_digest(lite,
             assert text.count(note) == 1, (note, fmt)
             assert text.lower().count("research questions") <= 2, (note, fmt)  # a heading and the note
     assert llm.requests == []
+    quiet = render(gather_digest(lite, llm_settings(llm), WEEK, ask_llm=False), "md", Settings())
+    assert quiet.count("Research questions were not asked for this digest.") == 1 and llm.requests == []

@@ -14,6 +14,7 @@ from monitor.config import Settings
 from monitor.report.gather import gather_digest
 from monitor.report.period import custom, resolve_period
 from monitor.report.render import render
+from monitor.review.queue import record
 
 MARCH = resolve_period("2026-03")
 HEADING = "Strongest contradicting or superseding work"
@@ -188,3 +189,28 @@ def test_hostile_paper_text_stays_text_in_the_section(sqlite_url: str, fmt: str)
             assert "<script>" not in section and r"\<script\>" in section
     finally:
         store.close()
+
+
+def test_a_curators_decision_turns_a_candidate_into_a_finding_or_removes_it(store) -> None:
+    w = World(store)
+    w.line("rl", "What breaks in the SFT→RL pipeline?")
+    w.claim(
+        "c1",
+        "RL updates few parameters",
+        ("rl",),
+        "2025-05",
+        dt.date(2025, 5, 1),
+        dt.date(2025, 5, 31),
+        "month",
+    )
+    w.paper("2603.00001", "Dense updates everywhere", _march(3))
+    withheld = w.assess("2603.00001", "c1", "RELAXES", 0.55, judge="local", abstained=True, evidence="dense")
+    w.paper("2603.00002", "Full-rank fine-tuning", _march(4))
+    held = w.assess("2603.00002", "c1", "OVERTURNS", 0.8, judge="local", evidence="every weight moves")
+    record(store, held, label="OVERTURNS")
+    record(store, withheld, dismiss=True)
+    rl = _line(gather_digest(store, Settings(), MARCH), "rl").strongest
+    assert [(x.item.arxiv_id, x.weight, x.judged_as) for x in rl.findings] == [
+        ("2603.00002", 1.0, "OVERTURNS, confirmed by a curator")
+    ]
+    assert rl.candidates == []

@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 TEMPLATE = "research_questions.j2"
 
 
-State = Literal["ok", "failed", "needs_llm", "no_evidence", "disabled"]
+State = Literal["ok", "failed", "needs_llm", "no_evidence", "disabled", "not_asked"]
 
 
 @dataclass
@@ -43,6 +43,11 @@ class ResearchQuestions:
     state: State
     questions: list[str] = field(default_factory=list)
     note: str = ""
+
+
+def not_asked() -> ResearchQuestions:
+    """A line's section before (or without: `gather_digest(ask_llm=False)`) asking."""
+    return ResearchQuestions("not_asked", note="Research questions were not asked for this digest.")
 
 
 # Said once for the whole digest when no line has new evidence (a line's own note names the line).

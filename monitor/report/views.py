@@ -8,7 +8,7 @@ from typing import Any
 
 from monitor.judge.student import Coverage
 from monitor.report.period import Period
-from monitor.report.research import ResearchQuestions
+from monitor.report.research import ResearchQuestions, not_asked
 from monitor.report.strongest import StrongestWork
 from monitor.review.rewording import ProposalView
 from monitor.sources.base import arxiv_url
@@ -91,7 +91,7 @@ class LineView:
     elsewhere: list[ClaimView] = field(default_factory=list)
     quiet: list[ClaimView] = field(default_factory=list)
     ungrounded_anchors: list[AnchorView] = field(default_factory=list)
-    questions: ResearchQuestions = field(default_factory=lambda: ResearchQuestions("no_evidence"))
+    questions: ResearchQuestions = field(default_factory=not_asked)
     strongest: StrongestWork | None = None  # a month or longer: strongest contradicting work (strongest.py)
 
     @property
