@@ -123,6 +123,7 @@ class World:
         rationale: str = "because",
         created_at: dt.datetime | None = None,
         supersede: bool = True,
+        abstained: bool = False,
     ) -> int:
         """An assessment; with `supersede`, earlier ones of the same pair stop being current."""
         with self.store.session() as s:
@@ -145,6 +146,7 @@ class World:
                 rationale=rationale,
                 evidence=evidence,
                 grounded=grounded,
+                abstained=abstained,
                 is_current=True,
                 **({"created_at": created_at} if created_at else {}),
             )

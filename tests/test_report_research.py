@@ -187,3 +187,25 @@ def test_parse_questions_accepts_fenced_json() -> None:
     assert parse_questions('```json\n{"questions": ["a?", "b?", "c?"]}\n```') == ["a?", "b?"]
     with pytest.raises(ValueError):
         parse_questions('{"questions": "a?"}')
+
+
+def test_questions_no_line_can_get_are_explained_once_for_the_whole_digest(lite, llm) -> None:
+    """Offline, turned off, or no line with new evidence: one line for the digest, not one per line."""
+    sample(World(lite))  # two lines
+    turned_off = llm_settings(llm)
+    turned_off.report.research_questions = False
+    cases = [
+        (Settings(), WEEK, "Research questions need an LLM judge: set judge.base"),
+        (Settings(), resolve_period("2026-03"), "Research questions need an LLM judge: set judge.base"),
+        (turned_off, WEEK, "Research questions are turned off (report.research_questions)."),
+        (llm_settings(llm), resolve_period("2026-W10"), "No line has new evidence this period"),
+    ]
+    for settings, period, note in cases:
+        digest = gather_digest(lite, settings, period)
+        for fmt in ("md", "html", "txt"):
+            text = render(digest, fmt, settings).replace("\\_", "_")
+            assert text.count(note) == 1, (note, fmt)
+            assert text.lower().count("research questions") <= 2, (note, fmt)  # a heading and the note
+    assert llm.requests == []
+    quiet = render(gather_digest(lite, llm_settings(llm), WEEK, ask_llm=False), "md", Settings())
+    assert quiet.count("Research questions were not asked for this digest.") == 1 and llm.requests == []

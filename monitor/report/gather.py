@@ -14,8 +14,9 @@ from sqlalchemy.orm import Session
 
 from monitor.config import Settings
 from monitor.judge.student import measured_coverage
-from monitor.report.period import Period
-from monitor.report.research import research_questions
+from monitor.report.period import Period, day_range
+from monitor.report.research import digest_note, research_questions
+from monitor.report.strongest import attach_strongest
 from monitor.report.views import (
     EVIDENCE_PER_CLAIM,
     AnchorView,
@@ -38,11 +39,6 @@ from monitor.verdicts.rollup import outcomes
 from monitor.verdicts.rules import STATUSES, Outcome
 
 OTHER_LINE_ID = "_other"
-
-
-def _day_range(period: Period) -> tuple[dt.datetime, dt.datetime]:
-    start = dt.datetime.combine(period.start, dt.time())
-    return start, start + dt.timedelta(days=(period.end - period.start).days + 1)
 
 
 def _claim_view(claim: Claim, now: Outcome, before: Outcome, period: Period, lines: list[str]) -> ClaimView:
@@ -95,7 +91,7 @@ def _urgency(view: ClaimView) -> tuple[int, int, str]:
 
 
 def _summary(s: Session, settings: Settings, period: Period, claims: list[ClaimView]) -> Summary:
-    start, stop = _day_range(period)
+    start, stop = day_range(period)
     usage = period_usage(s, period.start, period.end, start, stop)
     cost = (
         usage.prompt_tokens * settings.judge.price_input_per_million
@@ -142,6 +138,7 @@ def gather_digest(
     if ask_llm:
         for line in lines:
             line.questions = research_questions(store, settings, line, line.detailed, run)
+    attach_strongest(store, settings, period, now, lines)
     return Digest(
         title=settings.report.title,
         period=period,
@@ -152,6 +149,7 @@ def gather_digest(
         recent_months=settings.verdicts.recent_months,
         move_strength=settings.verdicts.move_strength,
         overturn_strength=settings.verdicts.overturn_strength,
+        research_note=digest_note([line.questions for line in lines]),
     )
 
 

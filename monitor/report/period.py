@@ -60,6 +60,12 @@ class Period:
         return day is not None and self.start <= day <= self.end
 
 
+def day_range(period: Period) -> tuple[dt.datetime, dt.datetime]:
+    """The period as [start, stop) datetimes: midnight of its first day to midnight after its last."""
+    start = dt.datetime.combine(period.start, dt.time())
+    return start, start + dt.timedelta(days=(period.end - period.start).days + 1)
+
+
 def iso_week(year: int, week: int) -> Period:
     try:
         start = dt.date.fromisocalendar(year, week, 1)

@@ -6,7 +6,8 @@ request reuses the earlier answer instead of spending tokens again), through the
 (monitor/llm/transport.py: a JSON schema in the strongest form the server takes, retries, one
 corrective turn for an unusable answer); every call is an `llm_exchanges` row, and the run records the
 tokens and any failure. Without such a judge, or when asking fails, the digest says so instead of
-inventing questions.
+inventing questions: once for the whole digest when no line gets questions for the same reason
+(`digest_note`), per line otherwise.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ log = logging.getLogger(__name__)
 TEMPLATE = "research_questions.j2"
 
 
-State = Literal["ok", "failed", "needs_llm", "no_evidence", "disabled"]
+State = Literal["ok", "failed", "needs_llm", "no_evidence", "disabled", "not_asked"]
 
 
 @dataclass
@@ -42,6 +43,27 @@ class ResearchQuestions:
     state: State
     questions: list[str] = field(default_factory=list)
     note: str = ""
+
+
+def not_asked() -> ResearchQuestions:
+    """A line's section before (or without: `gather_digest(ask_llm=False)`) asking."""
+    return ResearchQuestions("not_asked", note="Research questions were not asked for this digest.")
+
+
+# Said once for the whole digest when no line has new evidence (a line's own note names the line).
+_NO_EVIDENCE_ANYWHERE = "No line has new evidence this period, so no research questions were asked."
+
+
+def digest_note(sections: list[ResearchQuestions]) -> str:
+    """One line for the whole digest when every line's section would say the same thing instead of
+    questions (turned off, no LLM judge, nothing new anywhere, the same failure); "" when the lines differ."""
+    states = {q.state for q in sections}
+    notes = {q.note for q in sections}
+    if len(states) != 1 or "ok" in states:
+        return ""
+    if states == {"no_evidence"}:
+        return _NO_EVIDENCE_ANYWHERE
+    return notes.pop() if len(notes) == 1 else ""
 
 
 def _templates(settings: Settings) -> Templates:

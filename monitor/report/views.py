@@ -8,7 +8,8 @@ from typing import Any
 
 from monitor.judge.student import Coverage
 from monitor.report.period import Period
-from monitor.report.research import ResearchQuestions
+from monitor.report.research import ResearchQuestions, not_asked
+from monitor.report.strongest import StrongestWork
 from monitor.review.rewording import ProposalView
 from monitor.sources.base import arxiv_url
 from monitor.verdicts.rules import EvidenceItem
@@ -90,7 +91,8 @@ class LineView:
     elsewhere: list[ClaimView] = field(default_factory=list)
     quiet: list[ClaimView] = field(default_factory=list)
     ungrounded_anchors: list[AnchorView] = field(default_factory=list)
-    questions: ResearchQuestions = field(default_factory=lambda: ResearchQuestions("no_evidence"))
+    questions: ResearchQuestions = field(default_factory=not_asked)
+    strongest: StrongestWork | None = None  # a month or longer: strongest contradicting work (strongest.py)
 
     @property
     def claims(self) -> list[ClaimView]:
@@ -161,6 +163,7 @@ class Digest:
     recent_months: int = 6
     move_strength: float = 0.8
     overturn_strength: float = 0.9
+    research_note: str = ""  # why no line has research questions, said once (research.digest_note)
 
     @property
     def no_claims(self) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, NamedTuple
 
-from sqlalchemy import case, func, select
+from sqlalchemy import ColumnElement, case, func, select
 from sqlalchemy.orm import Session
 
 from monitor.store.models import Assessment, Paper
@@ -21,24 +21,52 @@ class PeriodUsage(NamedTuple):
     judged_embedded: int = 0  # of `judged`, by the embedded offline judge (`local`)
 
 
+def _judged_for_period(
+    first: dt.date, last: dt.date, start: dt.datetime, stop: dt.datetime
+) -> ColumnElement[bool]:
+    """The judgements a period accounts for: made in [start, stop), or made later about papers published
+    on `first`..`last` (a replay judges past weeks today)."""
+    in_period = (Assessment.created_at >= start) & (Assessment.created_at < stop)
+    about_period = Assessment.arxiv_id.in_(
+        select(Paper.arxiv_id).where(Paper.published.between(first, last))
+    ) & (Assessment.created_at >= start)
+    return in_period | about_period
+
+
+class JudgedPair(NamedTuple):
+    """One (claim, paper) pair a judge read for a period."""
+
+    claim_id: str
+    arxiv_id: str
+    judge: str
+    model: str
+
+
+def judged_pairs(
+    session: Session, first: dt.date, last: dt.date, start: dt.datetime, stop: dt.datetime
+) -> list[JudgedPair]:
+    """The distinct pairs each judge read for a period (the judgements `period_usage` counts)."""
+    query = (
+        select(Assessment.claim_id, Assessment.arxiv_id, Assessment.judge, Assessment.model)
+        .where(_judged_for_period(first, last, start, stop))
+        .distinct()
+    )
+    return [JudgedPair(*row) for row in session.execute(query)]
+
+
 def period_usage(
     session: Session, first: dt.date, last: dt.date, start: dt.datetime, stop: dt.datetime
 ) -> PeriodUsage:
     """Judgements made in [start, stop), or made later about papers published on `first`..`last`
     (a replay judges past weeks today); tokens are those of their exchanges plus any other call
     made in [start, stop)."""
-    in_period = (Assessment.created_at >= start) & (Assessment.created_at < stop)
-    about_period = Assessment.arxiv_id.in_(
-        select(Paper.arxiv_id).where(Paper.published.between(first, last))
-    ) & (Assessment.created_at >= start)
+    judged_here = _judged_for_period(first, last, start, stop)
     judged, embedded = session.execute(
         select(func.count(), func.coalesce(func.sum(case((Assessment.judge == "local", 1), else_=0)), 0))
         .select_from(Assessment)
-        .where(in_period | about_period)
+        .where(judged_here)
     ).one()
-    exchange_ids = select(Assessment.exchange_id).where(
-        (in_period | about_period) & Assessment.exchange_id.is_not(None)
-    )
+    exchange_ids = select(Assessment.exchange_id).where(judged_here & Assessment.exchange_id.is_not(None))
     prompt, completion = session.execute(
         select(
             func.coalesce(func.sum(LLMExchange.prompt_tokens), 0),
