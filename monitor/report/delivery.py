@@ -5,7 +5,10 @@ accepts it for some recipients and refuses others, it *is* sent (those accepted 
 again would give them a duplicate): the accepted addresses are recorded, the refused ones are logged
 and kept in the digest's stats, and `--force` resends to everyone. Temporary failures (connection
 errors, timeouts, 4xx replies) are retried with exponential back-off; permanent ones (5xx, bad
-credentials) are not. The password comes from MONITOR_SMTP_PASSWORD and is never logged.
+credentials) are not. One silence is neither: the whole message went out and the server's answer
+never came (it may have stored it and answered after our timeout). That may be a delivery, so it is
+not retried; the digest's stats record it (`email_unconfirmed`) and later sends skip it until `force`.
+The password comes from MONITOR_SMTP_PASSWORD and is never logged.
 """
 
 from __future__ import annotations
@@ -213,9 +216,11 @@ def send_digest(store: Store, settings: Settings, digest_id: int, force: bool = 
 
 
 def _resend_hint(period_key: str) -> str:
+    first, dots, last = period_key.partition("..")
+    which = f"--since {first} --until {last}" if dots else f"--period {period_key}"
     return (
         "not sent again by later runs: check a recipient's mailbox, and "
-        f"`monitor report --period {period_key} --email --force` sends it again"
+        f"`monitor report {which} --email --force` sends it again"
     )
 
 
