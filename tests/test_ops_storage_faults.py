@@ -187,3 +187,32 @@ def test_a_live_writers_temp_file_and_the_users_dot_files_are_left_alone(tmp_pat
         live.wait()
     write_atomic(reports / "digest-2026-W12.md", "text")  # now its writer is gone
     assert not busy.exists() and keep.exists()
+
+
+def test_a_digest_row_that_cannot_be_saved_leaves_no_new_file(tmp_path, sqlite_url) -> None:
+    """The files are in place before the row; a failed row write (here a real lock) takes them back."""
+    from monitor.errors import DatabaseBusy
+    from monitor.report.digest import write_digest
+
+    sample_store(sqlite_url)
+    store = open_store(sqlite_url, busy_timeout_seconds=0.2)
+    settings = trusted_settings()
+    settings.paths.reports = tmp_path / "reports"
+    holder = sqlite3.connect(tmp_path / "monitor.db")
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(DatabaseBusy):
+            write_digest(store, settings, "2026-W11", formats=["html"])
+    finally:
+        holder.rollback()
+        holder.close()
+    assert list((tmp_path / "reports").iterdir()) == []  # neither file, no temp file
+    assert digests(sqlite_url) == 0
+    write_digest(store, settings, "2026-W11", formats=["html"])  # the lock gone, the rerun writes all
+    store.close()
+    assert digests(sqlite_url) == 1
+    assert {p.name for p in (tmp_path / "reports").iterdir()} == {
+        "digest-2026-W11.md",
+        "digest-2026-W11.html",
+        "feed.xml",
+    }
