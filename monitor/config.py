@@ -49,6 +49,8 @@ class Section(BaseModel):
 class DatabaseSettings(Section):
     url: str = "sqlite:///monitor.db"
     echo: bool = False
+    # SQLite: how long a write waits for another process's write lock before the command exits 75.
+    busy_timeout_seconds: float = Field(default=30.0, gt=0)
 
 
 class PathSettings(Section):
@@ -63,13 +65,13 @@ class ArxivSettings(Section):
     rss_url: str = "https://rss.arxiv.org"
     rss_flavour: Literal["atom", "rss"] = "atom"  # rss.arxiv.org/{atom|rss}/cat1+cat2
     delay_seconds: float = 3.0
-    timeout_seconds: float = 30.0
-    max_retries: int = 5
-    page_size: int = 2000
+    timeout_seconds: float = Field(default=30.0, gt=0)
+    max_retries: int = Field(default=5, ge=0)
+    page_size: int = Field(default=2000, ge=1)
     contact: str = "claim-monitor-user@example.invalid"
     sample_path: Path | None = None  # overrides the shipped sample
     snapshot_path: Path | None = None  # e.g. ../shared/arxiv/corpus.jsonl
-    lookback_days: int = 7  # first run with no high-water mark
+    lookback_days: int = Field(default=7, ge=1)  # first run with no high-water mark
     # broad: one query per category set and window (relevance narrows); topics: one query per line
     query_mode: Literal["broad", "topics"] = "broad"
     topics: dict[str, list[str]] = Field(default_factory=dict)  # line id -> arXiv search terms
@@ -139,23 +141,25 @@ class JudgeSettings(Section):
     model: str = "gpt-4o-mini"  # the openai provider's model name (part of every cache key)
     base_url: str | None = None  # an OpenAI-compatible server: http://127.0.0.1:8080/v1 (OPENAI_BASE_URL)
     api_key: SecretStr | None = None  # better set OPENAI_API_KEY in the environment; never logged
-    timeout_seconds: float = 60.0  # per HTTP request
-    max_retries: int = 4  # retries of 429 / 5xx / timeouts per request, honouring Retry-After
-    concurrency: int = 4  # requests in flight at once
-    claims_per_call: int = 4  # claims of one paper judged in one request (they share the abstract's tokens)
-    token_budget: int | None = None  # per run; when spent, the run stops cleanly and the rest stays pending
-    price_input_per_million: float = 0.15  # USD per million prompt tokens, for cost estimates
-    price_output_per_million: float = 0.60  # USD per million completion tokens
+    timeout_seconds: float = Field(default=60.0, gt=0)  # per HTTP request
+    max_retries: int = Field(default=4, ge=0)  # retries of 429 / 5xx / timeouts per request (Retry-After)
+    concurrency: int = Field(default=4, ge=1)  # requests in flight at once
+    # claims of one paper judged in one request (they share the abstract's tokens)
+    claims_per_call: int = Field(default=4, ge=1)
+    # per run; when spent, the run stops cleanly and the rest stays pending
+    token_budget: int | None = Field(default=None, ge=1)
+    price_input_per_million: float = Field(default=0.15, ge=0)  # USD per million prompt tokens (estimates)
+    price_output_per_million: float = Field(default=0.60, ge=0)  # USD per million completion tokens
     batch: bool = False  # `monitor judge` uses the OpenAI Batch API (half price, results within 24 h)
-    temperature: float = 0.0
+    temperature: float = Field(default=0.0, ge=0, le=2)  # the OpenAI API's range
     # auto: json_schema, then json_object with the schema (llama.cpp), then json_object, then plain text;
     # the first the server takes is remembered for the rest of the run.
     response_format: Literal["auto", "json_schema", "json_object_schema", "json_object", "text"] = "auto"
-    backoff_seconds: float = 1.0  # first retry wait when the server sends no Retry-After
-    max_retry_wait_seconds: float = 120.0  # a longer Retry-After is not waited for
-    max_output_tokens: int = 300  # per claim in a call
+    backoff_seconds: float = Field(default=1.0, ge=0)  # first retry wait when the server sends no Retry-After
+    max_retry_wait_seconds: float = Field(default=120.0, ge=0)  # a longer Retry-After is not waited for
+    max_output_tokens: int = Field(default=300, ge=1)  # per claim in a call
     prompts_dir: Path | None = None  # your own judge_*.j2 templates (default: the shipped prompts/)
-    batch_poll_seconds: float = 30.0  # with `monitor judge --batch --wait`
+    batch_poll_seconds: float = Field(default=30.0, gt=0)  # with `monitor judge --batch --wait`
     # A pair whose answer was invalid or refused in this many judge passes is parked: no longer asked
     # until `--force` or `monitor retest` (0: never park).
     park_after_failures: int = Field(3, ge=0)
@@ -200,15 +204,15 @@ class ReportSettings(Section):
 
 class EmailSettings(Section):
     host: str = "localhost"
-    port: int = 587
+    port: int = Field(default=587, ge=1, le=65535)
     security: Literal["starttls", "ssl", "none"] = "starttls"
     username: str | None = None
     password: SecretStr | None = None
     sender: str = "claim-monitor@localhost"
     recipients: list[str] = Field(default_factory=list)
-    timeout_seconds: float = 30.0
-    max_retries: int = 3
-    retry_wait_seconds: float = 5.0  # first back-off; doubles per attempt
+    timeout_seconds: float = Field(default=30.0, gt=0)
+    max_retries: int = Field(default=3, ge=0)
+    retry_wait_seconds: float = Field(default=5.0, ge=0)  # first back-off; doubles per attempt
     ca_file: Path | None = None  # extra CA bundle for a server with a private certificate
     subject_prefix: str = "[claim-monitor]"
 
@@ -219,13 +223,13 @@ class ScheduleSettings(Section):
     fetch_cron: str = "0 6 * * *"  # fetch, relevance, judge, verdicts; no digest
     timezone: str | None = None  # IANA name; default: the machine's local zone
     source: str = "api"  # what the daemon's jobs fetch from: api | rss | sample | a snapshot file
-    misfire_grace_seconds: int = 3600
+    misfire_grace_seconds: int = Field(default=3600, ge=1)
     on_lock_held: Literal["exit", "wait"] = "exit"
-    lock_wait_seconds: int = 600
+    lock_wait_seconds: int = Field(default=600, ge=0)
     # SQLite run lock: a holder whose heartbeat is older than this is presumed dead and taken over
     # (at once when it ran on this host and its pid is gone). PostgreSQL frees the lock itself.
-    lock_stale_seconds: int = 300
-    lock_heartbeat_seconds: int = 15
+    lock_stale_seconds: int = Field(default=300, ge=1)
+    lock_heartbeat_seconds: int = Field(default=15, ge=1)
 
     @field_validator("digest_cron", "fetch_cron")
     @classmethod

@@ -42,9 +42,16 @@ class UsageError(MonitorError):
 
 
 class DatabaseError(MonitorError):
-    """The database cannot be reached or its URL is wrong."""
+    """The database cannot be reached, its URL is wrong, or it cannot be written (disk full)."""
 
     exit_code = 4
+
+
+class FileWriteError(MonitorError):
+    """An output file (a digest, the feed, an export) could not be written: no such folder, a path
+    under a regular file, no permission, disk full. Nothing half-written is left under its name."""
+
+    exit_code = 74  # EX_IOERR
 
 
 class SourceError(MonitorError):
@@ -63,6 +70,10 @@ class LockHeld(MonitorError):
     """Another run holds the database's run lock."""
 
     exit_code = 75  # EX_TEMPFAIL: cron wrappers may retry later
+
+
+class DatabaseBusy(LockHeld):
+    """SQLite stayed locked by another process's write for longer than database.busy_timeout_seconds."""
 
 
 class BudgetExhausted(MonitorError):

@@ -82,6 +82,36 @@ def test_wrong_types_in_the_config_file_name_file_and_key(tmp_path: Path, toml: 
     assert_config_error(done, f"{config}: invalid configuration: {key}: ")
 
 
+@pytest.mark.parametrize(
+    ("toml", "key", "bound"),
+    [
+        ("[judge]\ntimeout_seconds = -5\n", "judge.timeout_seconds", "greater than 0"),
+        ("[judge]\nconcurrency = -3\n", "judge.concurrency", "greater than or equal to 1"),
+        ("[judge]\nclaims_per_call = 0\n", "judge.claims_per_call", "greater than or equal to 1"),
+        ("[judge]\ntoken_budget = 0\n", "judge.token_budget", "greater than or equal to 1"),
+        ("[email]\nport = 99999\n", "email.port", "less than or equal to 65535"),
+        ("[email]\nmax_retries = -1\n", "email.max_retries", "greater than or equal to 0"),
+        ("[arxiv]\npage_size = 0\n", "arxiv.page_size", "greater than or equal to 1"),
+        ("[database]\nbusy_timeout_seconds = 0\n", "database.busy_timeout_seconds", "greater than 0"),
+        ("[schedule]\nlock_heartbeat_seconds = 0\n", "schedule.lock_heartbeat_seconds", "greater than or"),
+    ],
+)
+def test_numbers_out_of_range_name_file_key_and_bound(
+    tmp_path: Path, toml: str, key: str, bound: str
+) -> None:
+    config = tmp_path / "monitor.toml"
+    config.write_text(toml)
+    done = monitor("--config", str(config), "runs", cwd=tmp_path)
+    assert_config_error(done, f"{config}: invalid configuration: {key}: Input should be {bound}")
+    assert not (tmp_path / "monitor.db").exists()
+
+
+def test_a_number_out_of_range_from_the_environment_names_the_variable(tmp_path: Path) -> None:
+    done = monitor("runs", cwd=tmp_path, MONITOR_EMAIL__PORT="99999")
+    expected = "email.port: Input should be less than or equal to 65535"
+    assert_config_error(done, expected, "from environment variable MONITOR_EMAIL__PORT")
+
+
 def test_arxiv_delay_below_three_seconds_is_refused_unless_the_test_floor_is_set(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -333,3 +333,38 @@ def test_a_crash_after_the_server_accepted_resends_with_the_same_message_id(
     settings.email.recipients = ["ana@example.org"]
     assert send_digest(store, settings, result.digest_id, force=True) is True
     assert box.messages[-1][1]["Message-ID"] != first
+
+
+def test_a_rerender_keeps_the_email_state_so_the_resend_after_a_kill_warns(
+    lite, smtp, tmp_path, monkeypatch, caplog
+) -> None:
+    from monitor.report import delivery
+
+    sample(World(lite))
+    box = Mailbox(refuse_rcpt={"bo@example.org"})
+    settings = mail_settings(tmp_path, smtp(box))
+    result = write_digest(lite, settings, "2026-W11")
+    real_utcnow = delivery.utcnow
+    calls = {"n": 0}
+
+    def dies_after_sending() -> object:  # the first call stamps the attempt; the second, sent_at
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt("killed after the server's 250")
+        return real_utcnow()
+
+    monkeypatch.setattr(delivery, "utcnow", dies_after_sending)
+    with pytest.raises(KeyboardInterrupt):
+        send_digest(lite, settings, result.digest_id)
+    monkeypatch.setattr(delivery, "utcnow", real_utcnow)
+    # The next `monitor run` renders the period again before it mails what is unsent.
+    write_digest(lite, settings, "2026-W11")
+    _, _, stats = sent_at(lite, result.digest_id)
+    assert stats["email_attempt"]["message_id"] == box.messages[0][1]["Message-ID"]
+    assert "changed" in stats  # the rendering's counts are the new ones
+    with caplog.at_level(logging.WARNING, logger="monitor.report.delivery"):
+        assert send_digest(lite, settings, result.digest_id) is True
+    assert "may have been delivered" in caplog.text
+    write_digest(lite, settings, "2026-W11")  # and the refused recipients stay recorded after it was sent
+    assert sent_at(lite, result.digest_id)[2]["email_refused"] == ["bo@example.org"]
+

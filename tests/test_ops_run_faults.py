@@ -6,6 +6,7 @@ The judge is the OpenAI client talking to a local scripted server; mail goes to 
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import socket
 from collections.abc import Iterator
@@ -137,6 +138,77 @@ def test_killed_around_delivery_the_digest_is_sent_exactly_once(
         digest = s.scalars(select(Digest)).one()
         assert digest.sent_at is not None
         assert [r.status for r in s.scalars(select(Run).order_by(Run.id))] == ["abandoned", "ok"]
+    # The run's output says what it mailed (it printed "email: nothing to do").
+    if point == "email:before":
+        assert "email: sent 1" in rerun.stdout and f"emailed: digest {digest.period_key}" in rerun.stdout
+    else:
+        assert "email: nothing to do" in rerun.stdout and "emailed:" not in rerun.stdout
+
+
+class SlowMailbox(Mailbox):
+    """Stores the message, then answers only after the client has given up (the next `slow` times)."""
+
+    def __init__(self, delay: float, slow: int) -> None:
+        super().__init__()
+        self.delay, self.slow = delay, slow
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:  # noqa: N802
+        self.messages.append(envelope.content)
+        if self.slow:
+            self.slow -= 1
+            await asyncio.sleep(self.delay)
+        return "250 OK"
+
+
+def test_a_server_that_answers_after_the_timeout_gets_one_copy_until_forced(
+    tmp_path, sqlite_url, snapshot, llm
+) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    box = SlowMailbox(delay=2.5, slow=3)  # as slow for every retry
+    controller = Controller(box, hostname="127.0.0.1", port=port)
+    controller.start()
+    try:
+        config = write_config(
+            tmp_path,
+            sqlite_url,
+            judge=judge_options(llm),
+            report={"email": True},
+            email={
+                "host": "127.0.0.1",
+                "port": port,
+                "security": "none",
+                "recipients": ["ana@example.org"],
+                "timeout_seconds": 1,
+                "max_retries": 2,
+                "retry_wait_seconds": 0.01,
+            },
+        )
+        args = ("run", "--source", str(snapshot))
+        first = monitor(config, *args)
+        # Stored, then no answer within the timeout: exit 8, and no retry that would send copy 2 and 3.
+        assert first.returncode == 8, first.stderr
+        assert len(box.messages) == 1
+        assert "may have been delivered" in first.stderr and "--email --force" in first.stderr
+        second = monitor(config, *args)  # the next run does not resend it on its own
+        assert second.returncode == 0, second.stderr
+        assert "may have been delivered" in second.stderr and "email: nothing to do" in second.stdout
+        assert len(box.messages) == 1
+        store = open_store(sqlite_url)
+        with store.session() as s:
+            digest = s.scalars(select(Digest)).one()
+            assert digest.sent_at is None and "email_unconfirmed" in digest.stats  # kept by the re-render
+        box.slow = 0  # the server is quick again
+        forced = monitor(config, "report", "--period", digest.period_key, "--email", "--force")
+        assert forced.returncode == 0, forced.stderr
+        assert len(box.messages) == 2 and "emailed" in forced.stdout
+        with store.session() as s:
+            digest = s.scalars(select(Digest)).one()
+            assert digest.sent_at is not None and "email_unconfirmed" not in digest.stats
+        store.close()
+    finally:
+        controller.stop()
 
 
 def test_the_api_key_is_in_no_file_log_or_report(tmp_path, snapshot, llm) -> None:

@@ -16,6 +16,7 @@ from sqlalchemy import func, select
 
 from monitor import files as files_module
 from monitor.config import Settings
+from monitor.errors import FileWriteError
 from monitor.report.digest import write_digest
 from monitor.store.records import Digest, Run
 
@@ -87,7 +88,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temp_files(store, tmp_path, m
         raise OSError("disk full")
 
     monkeypatch.setattr(files_module.os, "replace", broken_replace)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(FileWriteError, match=f"cannot write {first}: disk full"):
         write_digest(store, settings, "2026-W11")
     assert first.read_text() == before
     assert sorted(p.name for p in first.parent.iterdir()) == [first.name, "feed.xml"]

@@ -38,7 +38,8 @@ class AppContext:
     @property
     def store(self) -> Store:
         if self._store is None:
-            self._store = open_store(self.settings.database.url, echo=self.settings.database.echo)
+            db = self.settings.database
+            self._store = open_store(db.url, echo=db.echo, busy_timeout_seconds=db.busy_timeout_seconds)
         return self._store
 
     @property

@@ -5,7 +5,10 @@ accepts it for some recipients and refuses others, it *is* sent (those accepted 
 again would give them a duplicate): the accepted addresses are recorded, the refused ones are logged
 and kept in the digest's stats, and `--force` resends to everyone. Temporary failures (connection
 errors, timeouts, 4xx replies) are retried with exponential back-off; permanent ones (5xx, bad
-credentials) are not. The password comes from MONITOR_SMTP_PASSWORD and is never logged.
+credentials) are not. One silence is neither: the whole message went out and the server's answer
+never came (it may have stored it and answered after our timeout). That may be a delivery, so it is
+not retried; the digest's stats record it (`email_unconfirmed`) and later sends skip it until `force`.
+The password comes from MONITOR_SMTP_PASSWORD and is never logged.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from monitor.report.gather import gather_digest
 from monitor.report.period import Period, resolve_period
 from monitor.report.render import render
 from monitor.store.db import Store
+from monitor.store.digests import EMAIL_ATTEMPT, EMAIL_REFUSED, EMAIL_UNCONFIRMED
 from monitor.store.models import utcnow
 from monitor.store.records import Digest as DigestRow
 
@@ -34,6 +38,30 @@ class DeliveryError(MonitorError):
     """The mail server did not take the digest."""
 
     exit_code = 8
+
+
+class MaybeDelivered(DeliveryError):
+    """The whole message went out (DATA's final dot) but the server's answer never came.
+
+    The server may well have stored it (a slow server answering after our timeout), so sending
+    again could give every recipient a copy per try: it is not retried (see `send_digest`).
+    """
+
+
+class _Watched(smtplib.SMTP):
+    """Notes when the message has left in full: what tells "refused" from "maybe delivered"."""
+
+    body_sent = False
+
+    def send(self, s: bytes | str) -> None:
+        super().send(s)
+        # data() sends the message as bytes ending in CRLF.CRLF; commands go as str.
+        if isinstance(s, bytes) and s.endswith(b"\r\n.\r\n"):
+            self.body_sent = True
+
+
+class _WatchedSSL(_Watched, smtplib.SMTP_SSL):
+    pass
 
 
 def _code(exc: BaseException) -> int | None:
@@ -74,11 +102,10 @@ def deliver(settings: Settings, msg: EmailMessage, recipients: list[str]) -> dic
     """One attempt: connect, secure, log in, send. Returns the refused recipients (empty: all took it)."""
     cfg = settings.email
     if cfg.security == "ssl":
-        conn: smtplib.SMTP = smtplib.SMTP_SSL(
-            cfg.host, cfg.port, timeout=cfg.timeout_seconds, context=_tls_context(settings)
-        )
+        context = _tls_context(settings)
+        conn: _Watched = _WatchedSSL(cfg.host, cfg.port, timeout=cfg.timeout_seconds, context=context)
     else:
-        conn = smtplib.SMTP(cfg.host, cfg.port, timeout=cfg.timeout_seconds)
+        conn = _Watched(cfg.host, cfg.port, timeout=cfg.timeout_seconds)
     with conn:
         conn.ehlo()
         if cfg.security == "starttls":
@@ -88,7 +115,16 @@ def deliver(settings: Settings, msg: EmailMessage, recipients: list[str]) -> dic
             if cfg.password is None:
                 raise ConfigError("email.username is set but no password: set MONITOR_SMTP_PASSWORD")
             conn.login(cfg.username, cfg.password.get_secret_value())
-        return conn.send_message(msg, from_addr=cfg.sender, to_addrs=recipients)
+        try:
+            return conn.send_message(msg, from_addr=cfg.sender, to_addrs=recipients)
+        except OSError as exc:  # smtplib's errors are OSErrors too
+            if conn.body_sent and not isinstance(exc, smtplib.SMTPResponseException):
+                # No answer after the whole message went: not a refusal, and maybe a delivery.
+                raise MaybeDelivered(
+                    f"mail server {cfg.host}:{cfg.port} gave no answer after the digest was sent "
+                    f"({_describe(exc)}): it may have been delivered"
+                ) from None
+            raise
 
 
 def send_message(
@@ -126,31 +162,16 @@ def period_of(row: DigestRow) -> Period:
 
 
 def send_digest(store: Store, settings: Settings, digest_id: int, force: bool = False) -> bool:
-    """Email a recorded digest. False when it was already sent for its period and `force` is not set."""
+    """Email a recorded digest. False when it was already sent for its period, or an earlier send
+    may have been delivered (the server never answered after the message went), and `force` is not set.
+    """
     recipients = list(settings.email.recipients)
     if not recipients:
         raise ConfigError("email.recipients is empty: nobody to send the digest to")
-    with store.session() as s:
-        row = s.get(DigestRow, digest_id)
-        if row is None:
-            raise MonitorError(f"no digest with id {digest_id}")
-        if row.sent_at is not None and not force:
-            log.info("digest %s already sent at %s; not sending again", row.period_key, row.sent_at)
-            return False
-        period = period_of(row)
-        msg_id = message_id(settings, row.period_key, recipients)
-        earlier = (row.stats or {}).get("email_attempt")
-        if earlier and row.sent_at is None:
-            # Killed after the server took it but before we saved that? Then this is a duplicate,
-            # with the same Message-ID so it can be recognised as one.
-            log.warning(
-                "digest %s: an earlier send at %s may have been delivered; sending again as %s",
-                row.period_key,
-                earlier.get("at"),
-                msg_id,
-            )
-        # Record the attempt before the message leaves, so a crash after the server's 250 is known.
-        row.stats = {**(row.stats or {}), "email_attempt": {"at": utcnow().isoformat(), "message_id": msg_id}}
+    claimed = _begin_send(store, settings, digest_id, recipients, force)
+    if claimed is None:
+        return False
+    period, msg_id = claimed
     digest = gather_digest(store, settings, period)
     msg = build_message(
         settings,
@@ -167,7 +188,15 @@ def send_digest(store: Store, settings: Settings, digest_id: int, force: bool = 
         settings.email.host,
         settings.email.port,
     )
-    refused = send_message(settings, msg, recipients)
+    try:
+        refused = send_message(settings, msg, recipients)
+    except MaybeDelivered as exc:
+        note = {"at": utcnow().isoformat(), "message_id": msg_id, "reason": str(exc)}
+        with store.session() as s:
+            row = s.get(DigestRow, digest_id)
+            assert row is not None
+            row.stats = {**(row.stats or {}), EMAIL_UNCONFIRMED: note}
+        raise MaybeDelivered(f"{exc}; {_resend_hint(period.key)}") from None
     accepted = [r for r in recipients if r not in refused]
     if refused:
         log.warning(
@@ -181,8 +210,59 @@ def send_digest(store: Store, settings: Settings, digest_id: int, force: bool = 
         assert row is not None
         row.sent_at = utcnow()
         row.recipients = accepted
-        row.stats = {**(row.stats or {}), "email_refused": sorted(refused)}
+        kept = {k: v for k, v in (row.stats or {}).items() if k != EMAIL_UNCONFIRMED}
+        row.stats = {**kept, EMAIL_REFUSED: sorted(refused)}
     return True
+
+
+def _resend_hint(period_key: str) -> str:
+    first, dots, last = period_key.partition("..")
+    which = f"--since {first} --until {last}" if dots else f"--period {period_key}"
+    return (
+        "not sent again by later runs: check a recipient's mailbox, and "
+        f"`monitor report {which} --email --force` sends it again"
+    )
+
+
+def _begin_send(
+    store: Store, settings: Settings, digest_id: int, recipients: list[str], force: bool
+) -> tuple[Period, str] | None:
+    """Decide whether the digest goes out and record the attempt; (period, Message-ID), or None: not."""
+    with store.session() as s:
+        row = s.get(DigestRow, digest_id)
+        if row is None:
+            raise MonitorError(f"no digest with id {digest_id}")
+        if row.sent_at is not None and not force:
+            log.info("digest %s already sent at %s; not sending again", row.period_key, row.sent_at)
+            return None
+        state = row.stats or {}
+        unconfirmed = state.get(EMAIL_UNCONFIRMED)
+        if unconfirmed and not force:
+            # The message went out in full and the server never said no: a blind resend could
+            # be every recipient's second copy. A person decides (--force).
+            log.warning(
+                "digest %s: the send at %s got no answer after the message went out (%s), so it may "
+                "have been delivered; %s",
+                row.period_key,
+                unconfirmed.get("at"),
+                unconfirmed.get("message_id"),
+                _resend_hint(row.period_key),
+            )
+            return None
+        msg_id = message_id(settings, row.period_key, recipients)
+        earlier = state.get(EMAIL_ATTEMPT)
+        if earlier and row.sent_at is None and not unconfirmed:
+            # Killed after the server took it but before we saved that? Then this is a duplicate,
+            # with the same Message-ID so it can be recognised as one.
+            log.warning(
+                "digest %s: an earlier send at %s may have been delivered; sending again as %s",
+                row.period_key,
+                earlier.get("at"),
+                msg_id,
+            )
+        # Record the attempt before the message leaves, so a crash after the server's 250 is known.
+        row.stats = {**state, EMAIL_ATTEMPT: {"at": utcnow().isoformat(), "message_id": msg_id}}
+        return period_of(row), msg_id
 
 
 def _describe_refusal(value: tuple[int, bytes]) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from monitor.config import Settings
-from monitor.files import write_atomic
+from monitor.files import write_together
 from monitor.report.delivery import send_digest
 from monitor.report.feed import write_feed
 from monitor.report.gather import gather_digest
@@ -107,12 +107,8 @@ def write_digest(
     chosen = period if isinstance(period, Period) else resolve_period(period, since, until, today)
     wanted = ["md", *[f for f in (formats or settings.report.formats) if f != "md"]]
     digest = gather_digest(store, settings, chosen, run)
-    paths: dict[str, Path] = {}
     texts = {fmt: render(digest, fmt, settings) for fmt in wanted}
-    for fmt, text in texts.items():
-        path = Path(settings.paths.reports) / f"{chosen.stem}.{fmt}"
-        write_atomic(path, text)
-        paths[fmt] = path
+    paths = {fmt: Path(settings.paths.reports) / f"{chosen.stem}.{fmt}" for fmt in wanted}
     sha = content_hash(texts["md"], digest)
     stats = digest.summary.as_stats() | {"lines": len(digest.lines)}
     fields = {
@@ -124,8 +120,13 @@ def write_digest(
     }
     if "html" in paths:  # an earlier rendering's HTML stays recorded when this one writes none
         fields["html_path"] = str(paths["html"])
-    with store.session() as s:
-        digest_id = save_digest(s, chosen.key, chosen.start, chosen.end, fields).id
+
+    def record() -> int:
+        with store.session() as s:
+            return save_digest(s, chosen.key, chosen.start, chosen.end, fields).id
+
+    # Files and row together: a full disk or a failed database write leaves neither (files.py).
+    digest_id = write_together({paths[fmt]: texts[fmt] for fmt in wanted}, record)
     result = DigestResult(chosen, digest_id, paths, stats, sha)
     write_feed(store, settings)
     if run is not None:

@@ -37,4 +37,7 @@ def print_digest_result(console: Console, result: DigestResult) -> None:
     if result.sent is True:
         console.print("emailed")
     elif result.sent is False:
-        console.print("already emailed for this period; not sent again (use --force to resend)")
+        console.print(
+            "not emailed: already sent for this period, or an earlier send may have been delivered "
+            "(see the warning); --force sends it again"
+        )

@@ -24,7 +24,7 @@ from monitor.errors import BudgetExhausted, JudgeError, LockHeld
 from monitor.schedule.lock import RunLock, locked_run
 from monitor.schedule.signals import Interrupted, StopFlag
 from monitor.store.db import Store
-from monitor.store.digests import unsent_digests
+from monitor.store.digests import period_keys, unsent_digests
 from monitor.store.models import utcnow
 from monitor.store.runs import RunRecord, run_status, save_progress
 from monitor.testhooks import pause_at
@@ -298,7 +298,9 @@ def email_step(store: Store, settings: Settings, run: RunRecord) -> list[int]:
     for digest_id in pending_deliveries(store):
         if send_digest(store, settings, digest_id):
             sent.append(digest_id)
-    run.counts["email"] = {"sent": sent}
+    with store.session() as s:
+        periods = period_keys(s, sent)
+    run.counts["email"] = {"sent": len(sent), "periods": periods}  # printed by `monitor run`
     return sent
 
 

@@ -32,6 +32,9 @@ def print_outcome(console: Console, outcome: RunOutcome) -> None:
             console.print("  " + _stage_line(stage, outcome.counts[stage]), highlight=False)
     for path in outcome.digest_paths:
         console.print(f"  digest: {path}", highlight=False)
+    email = outcome.counts.get("email")
+    for period in email.get("periods", []) if isinstance(email, dict) else []:
+        console.print(f"  emailed: digest {period}", highlight=False)
     if outcome.abandoned:
         console.print(f"  marked abandoned: runs {outcome.abandoned}")
 

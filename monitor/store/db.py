@@ -24,16 +24,17 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, select, text
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import ExceptionContext, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from monitor.errors import DatabaseError, LockHeld
+from monitor.errors import DatabaseBusy, DatabaseError, LockHeld
 from monitor.store.models import Base, ClaimRewording, Review, SchemaVersion
 from monitor.store.records import JudgeFailure
 from monitor.testhooks import pause_at
 
 MIGRATION_WAIT_SECONDS = 30  # how long a second process waits for another's migration
+BUSY_TIMEOUT_SECONDS = 30.0  # default database.busy_timeout_seconds: how long a write waits for SQLite
 
 
 def _v1_create_all(conn: Connection) -> None:
@@ -98,7 +99,8 @@ def redact(url: str) -> str:
         return "<unparseable database URL>"
 
 
-def make_engine(url: str, echo: bool = False) -> Engine:
+def make_engine(url: str, echo: bool = False, busy_timeout_seconds: float = BUSY_TIMEOUT_SECONDS) -> Engine:
+    """An engine whose lock waits and full disks surface as one-line MonitorErrors (`_user_error`)."""
     url = _normalise_url(url)
     try:
         parsed = make_url(url)
@@ -111,7 +113,7 @@ def make_engine(url: str, echo: bool = False) -> Engine:
             parent = Path(db).expanduser().parent
             if not parent.exists():
                 raise DatabaseError(f"database directory does not exist: {parent} (from {redact(url)})")
-        kwargs["connect_args"] = {"timeout": 30}
+        kwargs["connect_args"] = {"timeout": busy_timeout_seconds}
     else:
         kwargs["pool_pre_ping"] = True
         kwargs["connect_args"] = {"connect_timeout": 10}
@@ -120,17 +122,45 @@ def make_engine(url: str, echo: bool = False) -> Engine:
     except (NoSuchModuleError, ArgumentError, ImportError) as exc:
         raise DatabaseError(f"database URL {redact(url)} is not usable: {exc}") from None
     if parsed.get_backend_name() == "sqlite":
-        event.listen(engine, "connect", _sqlite_pragmas)
+        busy_ms = max(1, round(busy_timeout_seconds * 1000))
+
+        def pragmas(dbapi_conn: object, _record: object) -> None:
+            cur = dbapi_conn.cursor()  # type: ignore[attr-defined]
+            # WAL lets a reader (monitor claims) run beside a writer (monitor run).
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.execute(f"PRAGMA busy_timeout={busy_ms}")
+            cur.close()
+
+        event.listen(engine, "connect", pragmas)
+
+    def user_error(context: ExceptionContext) -> Exception | None:
+        return _user_error(context.original_exception, redact(url), busy_timeout_seconds)
+
+    event.listen(engine, "handle_error", user_error)
     return engine
 
 
-def _sqlite_pragmas(dbapi_conn: object, _record: object) -> None:
-    cur = dbapi_conn.cursor()  # type: ignore[attr-defined]
-    # WAL lets a reader (monitor claims) run beside a writer (monitor run).
-    cur.execute("PRAGMA journal_mode=WAL")
-    cur.execute("PRAGMA foreign_keys=ON")
-    cur.execute("PRAGMA busy_timeout=30000")
-    cur.close()
+# SQLite's messages, and PostgreSQL's SQLSTATE, for a disk that is full (or a file over its size limit).
+_DISK_FULL = ("database or disk is full", "disk I/O error")
+_PG_DISK_FULL = "53100"
+
+
+def _user_error(exc: BaseException | None, where: str, busy_seconds: float) -> Exception | None:
+    """The MonitorError a driver error stands for, wherever in the code it happens; None: no such.
+
+    A write that waited out the busy timeout is another process holding SQLite's write lock: try
+    again later (75), not a crash with a traceback. A full disk is the database unusable (4).
+    """
+    message = str(exc).strip().splitlines()[0] if exc is not None else ""
+    if "database is locked" in message:
+        return DatabaseBusy(
+            f"database {where} stayed locked by another process's write for {busy_seconds:g}s "
+            "(database.busy_timeout_seconds); this write was not made, finished work is kept: try again later"
+        )
+    if any(text in message for text in _DISK_FULL) or getattr(exc, "sqlstate", None) == _PG_DISK_FULL:
+        return DatabaseError(f"database {where} cannot be written: {message} (is the disk full?)")
+    return None
 
 
 def current_version(conn: Connection) -> int:
@@ -170,10 +200,8 @@ def _migration_transaction(engine: Engine) -> Iterator[Connection]:
             conn.exec_driver_sql(f"PRAGMA busy_timeout={MIGRATION_WAIT_SECONDS * 1000}")
             try:
                 conn.exec_driver_sql("BEGIN IMMEDIATE")
-            except OperationalError as exc:
-                if "locked" in str(exc.orig) or "busy" in str(exc.orig):
-                    raise _busy(engine.url) from None
-                raise
+            except DatabaseBusy:
+                raise _busy(engine.url) from None
             try:
                 yield conn
                 conn.exec_driver_sql("COMMIT")
@@ -275,9 +303,14 @@ def require_existing(url: str) -> None:
         )
 
 
-def open_store(url: str, echo: bool = False, migrate_schema: bool = True) -> Store:
+def open_store(
+    url: str,
+    echo: bool = False,
+    migrate_schema: bool = True,
+    busy_timeout_seconds: float = BUSY_TIMEOUT_SECONDS,
+) -> Store:
     """Connect, check the database answers, and migrate it. Every failure is one DatabaseError line."""
-    engine = make_engine(url, echo=echo)
+    engine = make_engine(url, echo=echo, busy_timeout_seconds=busy_timeout_seconds)
     try:
         if migrate_schema:
             migrate(engine)

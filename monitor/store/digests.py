@@ -11,6 +11,13 @@ from sqlalchemy.orm import Session
 from monitor.store.models import Assessment, Paper
 from monitor.store.records import Digest, LLMExchange, Run
 
+# `digests.stats` keys that record mail delivery (monitor/report/delivery.py), not the rendering:
+# re-rendering a digest keeps them, so a later run still knows what an earlier send did.
+EMAIL_ATTEMPT = "email_attempt"  # a send began: when, and its Message-ID
+EMAIL_UNCONFIRMED = "email_unconfirmed"  # the message went out but the server never answered
+EMAIL_REFUSED = "email_refused"  # recipients the server refused
+EMAIL_STATE = (EMAIL_ATTEMPT, EMAIL_UNCONFIRMED, EMAIL_REFUSED)
+
 
 class PeriodUsage(NamedTuple):
     """Pairs judged for a period and the tokens its LLM calls used."""
@@ -86,11 +93,17 @@ def save_digest(
     period_end: dt.date,
     fields: dict[str, Any],
 ) -> Digest:
-    """The period's one digest row, created if needed, with `fields` set; flushed, so it has an id."""
+    """The period's one digest row, created if needed, with `fields` set; flushed, so it has an id.
+
+    New `stats` replace the rendering's counts but keep the row's mail state (EMAIL_STATE).
+    """
     row = session.scalars(select(Digest).where(Digest.period_key == period_key)).first()
     if row is None:
         row = Digest(period_key=period_key, period_start=period_start, period_end=period_end)
         session.add(row)
+    elif "stats" in fields and row.stats:
+        mail = {k: v for k, v in row.stats.items() if k in EMAIL_STATE}
+        fields = {**fields, "stats": {**fields["stats"], **mail}}
     for name, value in fields.items():
         setattr(row, name, value)
     session.flush()
@@ -118,3 +131,9 @@ def unsent_digests(session: Session, since: dt.datetime, commands: tuple[str, ..
         .order_by(Digest.period_start, Digest.id)
     )
     return list(session.scalars(query))
+
+
+def period_keys(session: Session, digest_ids: list[int]) -> list[str]:
+    """The period keys of these digests, in the order given."""
+    keys = dict(session.execute(select(Digest.id, Digest.period_key).where(Digest.id.in_(digest_ids))).all())
+    return [keys[i] for i in digest_ids if i in keys]
