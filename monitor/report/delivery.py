@@ -125,6 +125,11 @@ def period_of(row: DigestRow) -> Period:
     return resolve_period(row.period_key)
 
 
+def is_final(row: DigestRow) -> bool:
+    """Whether the recorded digest rests on most of its period's pairs (views.Summary.final)."""
+    return bool((row.stats or {}).get("final", True))
+
+
 def send_digest(store: Store, settings: Settings, digest_id: int, force: bool = False) -> bool:
     """Email a recorded digest. False when it was already sent for its period and `force` is not set."""
     recipients = list(settings.email.recipients)
@@ -136,6 +141,11 @@ def send_digest(store: Store, settings: Settings, digest_id: int, force: bool = 
             raise MonitorError(f"no digest with id {digest_id}")
         if row.sent_at is not None and not force:
             log.info("digest %s already sent at %s; not sending again", row.period_key, row.sent_at)
+            return False
+        if not is_final(row) and not force:
+            # Most of its pairs failed or were parked: mailing it would read as news; a later run
+            # that judges them rewrites the digest, and that one is mailed.
+            log.warning("digest %s is not final (the judge failed on most pairs); not mailed", row.period_key)
             return False
         period = period_of(row)
         msg_id = message_id(settings, row.period_key, recipients)
