@@ -335,8 +335,10 @@ class StudentJudge(Judge):
             text = sentences[pair.best].text
             words = surface_words(text, pair.shared[:4])
             where = f"Sentence {pair.best + 1} of {len(sentences)} comes closest to the claim"
-            shares = f", sharing the word{'s' if len(words) > 1 else ''} {quoted(words)}"
-            where += shares if words else "; it shares no key word with it"
+            if words:
+                where += f", sharing the word{'s' if len(words) > 1 else ''} {quoted(words)}"
+            else:
+                where += "; it shares no key word with it"
             cues = sorted({m.group(0).lower() for m in _CUES.finditer(text)})
             if cues and decision.label != "UNRELATED":
                 where += f"; it has words that often carry a stance: {quoted(cues[:4])}"
