@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import re
 from html.parser import HTMLParser
 
 import pytest
