@@ -78,7 +78,7 @@ def test_the_embedded_judges_papers_are_listed_for_triage_without_a_stance(store
             assert unsigned not in text, (form, unsigned)
     md = render(digest, "md", settings)
     assert "+2 more: `monitor review`" in md
-    assert "shares the claim's words “sparse”, “updates”, “parameter”" in md
+    assert "shares words with the claim: “sparse”, “updates”, “parameter”" in md
     # No verdict-strength line for a claim whose only evidence waits for a curator; and an untested
     # claim with only a withheld suggestion says nothing is confirmed, not "weak evidence".
     assert "Strength of the evidence" not in md

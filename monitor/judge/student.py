@@ -126,7 +126,7 @@ def sentence_overlap(lexicon: Lexicon, claim: str, sentences: Sequence[str]) -> 
     return out
 
 
-_WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*")
+_WORD = re.compile(r"[^\W_]+")
 
 
 def surface_words(text: str, stems: Sequence[str]) -> list[str]:
@@ -134,7 +134,8 @@ def surface_words(text: str, stems: Sequence[str]) -> list[str]:
     a reader is shown "failures", not "failur"."""
     from monitor.relevance.bm25 import tokenize
 
-    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
+    # Each word once, as first written ("RLVR" stays "RLVR"); the stemmer lower-cases it itself.
+    words = list({w.lower(): w for w in reversed(_WORD.findall(text))}.values())[::-1]
     written: dict[str, str] = {}
     for word, stemmed in zip(words, tokenize(words), strict=True):
         for stem in stemmed:
