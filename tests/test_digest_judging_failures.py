@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import test_ops_run_faults as faults
 from llm_server import Reply, ScriptedLLM, answer, answering, completion, research_questions
 from ops_helpers import make_settings
 from sqlalchemy import select
-from test_ops_run_faults import judge_options, llm, mailbox, snapshot  # noqa: F401  (fixtures)
 
 from monitor.config import Settings
 from monitor.errors import JudgeError
@@ -27,6 +27,9 @@ from monitor.schedule.pipeline import RunOptions, run_once
 from monitor.schedule.retest import retest
 from monitor.store import open_store
 from monitor.store.records import Digest, Run
+
+# The scripted LLM server, the small snapshot and the aiosmtpd mailbox of the run fault tests.
+llm, snapshot, mailbox, judge_options = faults.llm, faults.snapshot, faults.mailbox, faults.judge_options
 
 
 def first_call_then_garbage() -> Callable[[Any], Reply]:
@@ -74,7 +77,7 @@ def test_a_judge_that_failed_on_most_pairs_writes_an_unmailed_digest_that_says_s
     db_url,
     snapshot,
     llm,
-    mailbox,  # noqa: F811
+    mailbox,
 ) -> None:
     box, port = mailbox
     llm.default = first_call_then_garbage()
@@ -112,7 +115,7 @@ def test_a_period_whose_pairs_were_all_parked_is_not_a_quiet_week(
     db_url,
     snapshot,
     llm,
-    mailbox,  # noqa: F811
+    mailbox,
 ) -> None:
     box, port = mailbox
     llm.default = garbage
