@@ -47,7 +47,8 @@ def test_writes_files_and_one_row_per_period(store, tmp_path) -> None:
             dt.date(2026, 3, 15),
         )
         assert row.markdown_path == str(md_path) and row.html_path == str(html_path)
-        assert row.stats["new_evidence"] == 2
+        # c_calib's local label is listed for triage, not counted as evidence (h2, issue 21).
+        assert row.stats["new_evidence"] == 1 and row.stats["triaged"] == 1
     # New evidence arrives for the same week: re-rendering overwrites the file and updates the row.
     w.paper("2603.09999", "Late support", dt.date(2026, 3, 14))
     w.assess("2603.09999", "c_div", "SUPPORTS", 0.8)
@@ -176,7 +177,7 @@ def test_replayed_week_counts_pairs_judged_later_about_its_papers(store, tmp_pat
     w.paper("2603.06666", "Judged during a replay", dt.date(2026, 3, 13))
     w.assess("2603.06666", "c_div", "SUPPORTS", 0.8, created_at=dt.datetime(2026, 11, 1, 9))
     result = write_digest(store, settings_for(tmp_path), "2026-W11")
-    assert result.stats["pairs_judged"] == 4 and result.stats["new_evidence"] == 3
+    assert result.stats["pairs_judged"] == 4 and result.stats["new_evidence"] == 2
     later = write_digest(
         store, settings_for(tmp_path), None, since=dt.date(2026, 11, 1), until=dt.date(2026, 11, 7)
     )
@@ -212,7 +213,7 @@ def test_an_atom_feed_lists_every_digest_and_feedparser_reads_it(store, tmp_path
         "urn:claim-monitor:digest:2026-W10",
     ]
     newest = feed.entries[0]
-    assert newest.summary.startswith("1 verdict changed; 2 new evidence; 1 for review.")
+    assert newest.summary.startswith("1 verdict changed; 1 new evidence; 1 for review.")
     assert {link.href for link in newest.links} == {"digest-2026-W11.md", "digest-2026-W11.html"}
 
 

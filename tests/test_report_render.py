@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import re
 from html.parser import HTMLParser
 
 import pytest
@@ -64,7 +63,9 @@ def test_view_model_groups_by_line_changed_first_and_drops_unrelated(digest) -> 
     assert s.counts == {"OVERTURNED": 0, "CONTESTED": 1, "PERISHABLE": 1, "DURABLE": 0, "UNTESTED": 2}
     # c_calib's weak local OVERTURNS is for review and moves nothing.
     assert [(c.id, c.previous_status, c.status) for c in s.changed] == [("c_sparse", "DURABLE", "CONTESTED")]
-    assert (s.papers_published, s.pairs_judged, s.new_evidence, s.for_review, s.tokens) == (3, 3, 2, 1, 1200)
+    # c_calib's local OVERTURNS is not evidence the digest can sign: listed for triage, for review.
+    assert (s.papers_published, s.pairs_judged, s.new_evidence, s.for_review, s.tokens) == (3, 3, 1, 1, 1200)
+    assert s.triaged == 1
     rl, div = digest.lines
     assert rl.id == "rl" and [c.id for c in rl.detailed] == ["c_sparse", "c_calib"]
     assert [c.id for c in rl.quiet] == ["c_quiet"]
@@ -82,11 +83,11 @@ def test_markdown_structure_links_and_escaping(digest) -> None:
     assert "**DURABLE → CONTESTED**" in text
     assert "- Strength of the evidence: supports 0.80 · relaxes or overturns 0.91 · overturns 0.91" in text
     assert "](https://arxiv.org/abs/2603.01234v1) — 2026-03-10, v1 · **OVERTURNS** 0.91" in text
-    assert "⚠ **for review**" in text
-    # The embedded judge's label waits for a curator: a suggestion, never printed as a finding.
+    assert "**1 for review**: `monitor review`" in text  # c_calib's local label, waiting for a curator
+    # The embedded judge's label waits for a curator: listed for triage, its stance never printed.
     local = next(line for line in text.splitlines() if "2603.05555" in line)
-    assert "**unconfirmed**: the local judge suggests OVERTURNS 0.60 · ⚠ **for review**" in local
-    assert "**OVERTURNS**" not in local
+    assert "OVERTURNS" not in local and "0.60" not in local and "suggests" not in text
+    assert text.index("ranks closest to this claim — not read for stance") < text.index("2603.05555")
     assert "protein folding" not in text
     tokens = parse_md(text)
     # No raw HTML survives: hostile <script> in a title and a quote is text, not markup.
@@ -143,14 +144,15 @@ def test_html_is_escaped_inline_styled_and_self_contained(lite_digest) -> None:
     assert not [attrs for _, attrs in parser.tags if "class" in attrs]
     body = " ".join(parser.text)
     assert "for review" in body and "DURABLE" in body and "protein folding" not in body
-    assert re.search(r"unconfirmed\s*: the judge suggests OVERTURNS", body), body
+    assert "ranks closest to this claim" in body and "suggests" not in body
 
 
 def test_text_part_is_plain(lite_digest) -> None:
     text = render(lite_digest, "txt", trusted_settings())
     assert "DURABLE -> CONTESTED" in text
     assert "<https://arxiv.org/abs/2603.01234v1>" in text
-    assert "FOR REVIEW" in text and "unconfirmed, the judge suggests OVERTURNS 0.60" in text
+    assert "suggests" not in text
+    assert "ranks closest to this claim, not read for stance" in text and "calibration is kept" in text
     assert "Research questions: Research questions need an LLM judge" in text
 
 
@@ -284,7 +286,8 @@ def test_new_evidence_is_capped_per_claim_strongest_first_and_the_changed_verdic
     div = next(c for line in digest.lines for c in line.detailed if c.id == "c_div")
     assert [e.item.title for e in div.new_evidence] == ["Support 2", "Support 4", "Support 5"]
     assert div.more_evidence == 2
-    assert digest.summary.new_evidence == 2 + 5  # the summary counts what is not shown too
+    # The summary counts what is not shown too (c_calib's local label is listed for triage instead).
+    assert digest.summary.new_evidence == 1 + 5
     text = render(digest, "md", trusted_settings())
     assert "+2 more: `monitor show c_div`" in text
     assert "+2 more: monitor show c_div" in render(digest, "txt", trusted_settings())
@@ -337,7 +340,7 @@ def test_a_cross_reference_never_states_a_withheld_or_unconfirmed_label(lite) ->
         s.execute(update(Assessment).where(Assessment.claim_id == "c_b").values(abstained=True))
     settings = trusted_settings()
     section = render(gather_digest(lite, settings, WEEK), "md", settings).split("## What breaks?", 1)[1]
-    assert "`c_a` (unconfirmed SUPPORTS)" in section and "`c_b` (stance unclear, leans RELAXES)" in section
-    assert "unconfirmed, the local judge suggests SUPPORTS 0.70: shown above under `c_c`" in section
-    assert "related, stance unclear (leans RELAXES 0.40, local): shown above under `c_c`" in section
-    assert "**SUPPORTS**" not in section and "**RELAXES**" not in section
+    # The embedded judge's labels are listed for triage under c_a and c_b, without a stance.
+    assert "Also bears on" not in section and "shown above under" not in section
+    assert section.count("ranks closest to this claim — not read for stance") == 2
+    assert "SUPPORTS" not in section and "RELAXES" not in section and "unconfirmed" not in section

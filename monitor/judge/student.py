@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -32,6 +32,9 @@ from monitor.errors import ConfigError
 from monitor.judge.base import LABELS, Judge, Judgement, Label
 from monitor.judge.sentences import Sentence, split_sentences
 from monitor.llm.texts import ClaimText, PaperText, Recorder
+
+if TYPE_CHECKING:
+    from monitor.relevance.bm25 import Lexicon
 
 MODEL_DIR = "student"
 _CLS, _SEP = "[CLS]", "[SEP]"
@@ -109,6 +112,43 @@ def _as_label(value: str) -> Label:
     return value  # type: ignore[return-value]
 
 
+def sentence_overlap(lexicon: Lexicon, claim: str, sentences: Sequence[str]) -> list[tuple[float, list[str]]]:
+    """Each sentence's IDF-weighted share of stemmed words with the claim, and the stems shared, rarest
+    first: what the model's input and the digest's triage quote pick a sentence by."""
+    from monitor.relevance.bm25 import tokenize
+
+    tokens = tokenize([claim, *sentences])
+    claim_words = set(tokens[0])
+    out = []
+    for words in tokens[1:]:
+        shared = sorted(claim_words & set(words), key=lambda w: -lexicon.idf(w))
+        out.append((sum(lexicon.idf(w) for w in shared), shared))
+    return out
+
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+def surface_words(text: str, stems: Sequence[str]) -> list[str]:
+    """The words of `text` as written whose stems are `stems` (in that order): stems are for machines,
+    a reader is shown "failures", not "failur"."""
+    from monitor.relevance.bm25 import tokenize
+
+    # Each word once, as first written ("RLVR" stays "RLVR"); the stemmer lower-cases it itself.
+    words = list({w.lower(): w for w in reversed(_WORD.findall(text))}.values())[::-1]
+    written: dict[str, str] = {}
+    for word, stemmed in zip(words, tokenize(words), strict=True):
+        for stem in stemmed:
+            written.setdefault(stem, word)
+    return [written[s] for s in stems if s in written]
+
+
+def quoted(words: Sequence[str]) -> str:
+    """“a”, “b” and “c”."""
+    marks = [f"“{w}”" for w in words]
+    return marks[0] if len(marks) == 1 else ", ".join(marks[:-1]) + " and " + marks[-1]
+
+
 class Encoded(NamedTuple):
     """One pair as the model reads it, and the abstract sentence it rests on."""
 
@@ -140,15 +180,7 @@ class PairEncoder:
 
     def overlap(self, claim: str, sentences: Sequence[str]) -> list[tuple[float, list[str]]]:
         """Each sentence's IDF-weighted share of stemmed words with the claim, and the words shared."""
-        from monitor.relevance.bm25 import tokenize
-
-        tokens = tokenize([claim, *sentences])
-        claim_words = set(tokens[0])
-        out = []
-        for words in tokens[1:]:
-            shared = sorted(claim_words & set(words), key=lambda w: -self.lexicon.idf(w))
-            out.append((sum(self.lexicon.idf(w) for w in shared), shared))
-        return out
+        return sentence_overlap(self.lexicon, claim, sentences)
 
     def encode(self, claim: str, title: str, sentences: Sequence[Sentence]) -> Encoded:
         """The token ids and types of the pair, and the sentence that shares most with the claim."""
@@ -295,27 +327,34 @@ class StudentJudge(Judge):
     def rationale(
         self, sentences: Sequence[Sentence], pair: Encoded, probs: np.ndarray, decision: Decision
     ) -> str:
-        """Which sentence the call rests on, the words it shares with the claim, and its stance cues."""
-        labels = self.config.labels
-        related = 1.0 - float(probs[labels.index("UNRELATED")])
-        index, shared = pair.best, pair.shared
-        if index < 0:
-            where = "The abstract has no sentence to compare"
+        """In plain words: which sentence the call rests on, the words it shares with the claim, and
+        the stance the model reads, if any (no stems, no probabilities, no thresholds)."""
+        del probs  # the numbers are the assessment's confidence, not prose
+        if pair.best < 0:
+            where = "The abstract has no sentence to compare with the claim"
         else:
-            cues = sorted({m.group(0).lower() for m in _CUES.finditer(sentences[index].text)})
-            where = f"Sentence {index + 1} of {len(sentences)} is closest to the claim"
-            where += f" (shares: {', '.join(shared[:5])})" if shared else " (shares no key word)"
+            text = sentences[pair.best].text
+            words = surface_words(text, pair.shared[:4])
+            where = f"Sentence {pair.best + 1} of {len(sentences)} comes closest to the claim"
+            if words:
+                where += f", sharing the word{'s' if len(words) > 1 else ''} {quoted(words)}"
+            else:
+                where += "; it shares no key word with it"
+            cues = sorted({m.group(0).lower() for m in _CUES.finditer(text)})
             if cues and decision.label != "UNRELATED":
-                where += f"; stance cues in it: {', '.join(cues[:5])}"
+                where += f"; it has words that often carry a stance: {quoted(cues[:4])}"
         verb = {"SUPPORTS": "supporting", "RELAXES": "relaxing", "OVERTURNS": "contradicting"}
         if decision.label == "UNRELATED":
-            return f"{where}. The model finds no bearing on the claim (P(related) {related:.2f})."
-        threshold = self.config.thresholds.get(decision.label, 1.0)
+            return f"{where}. The model finds no bearing on the claim."
         if decision.abstained:
-            return (
-                f"{where}. Related, stance unclear: leans {verb[decision.label]} the claim at "
-                f"{decision.confidence:.2f}, below the {threshold:.2f} where that label is precise enough "
-                "to state; for review."
+            never = self.config.thresholds.get(decision.label, 2.0) > 1.0
+            why = (
+                "a label it never states: on held-out pairs it was not right often enough at any confidence"
+                if never
+                else "but not confidently enough to state it"
             )
-        reading = f"The model reads the paper as {verb[decision.label]} the claim"
-        return f"{where}. {reading} ({decision.confidence:.2f})."
+            return (
+                f"{where}. The model relates the paper to the claim without a stance it can state: it "
+                f"leans towards {verb[decision.label]} the claim, {why}. For a curator to read."
+            )
+        return f"{where}. The model reads the paper as {verb[decision.label]} the claim."

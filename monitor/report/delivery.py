@@ -161,6 +161,11 @@ def period_of(row: DigestRow) -> Period:
     return resolve_period(row.period_key)
 
 
+def is_final(row: DigestRow) -> bool:
+    """Whether the recorded digest rests on most of its period's pairs (views.Summary.final)."""
+    return bool((row.stats or {}).get("final", True))
+
+
 def send_digest(store: Store, settings: Settings, digest_id: int, force: bool = False) -> bool:
     """Email a recorded digest. False when it was already sent for its period, or an earlier send
     may have been delivered (the server never answered after the message went), and `force` is not set.
@@ -234,6 +239,11 @@ def _begin_send(
             raise MonitorError(f"no digest with id {digest_id}")
         if row.sent_at is not None and not force:
             log.info("digest %s already sent at %s; not sending again", row.period_key, row.sent_at)
+            return None
+        if not is_final(row) and not force:
+            # Most of its pairs failed or were parked: mailing it would read as news; a later run
+            # that judges them rewrites the digest, and that one is mailed.
+            log.warning("digest %s is not final (the judge failed on most pairs); not mailed", row.period_key)
             return None
         state = row.stats or {}
         unconfirmed = state.get(EMAIL_UNCONFIRMED)

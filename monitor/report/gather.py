@@ -2,7 +2,10 @@
 
 A claim's verdict in the digest is computed by the rules at the period's end (and, to say whether it
 changed, at the day before the period began), so any past period renders the same way whatever was run
-since. "New evidence" is a counted assessment whose paper version was announced in the period.
+since. "New evidence" is a counted assessment whose paper version was announced in the period. The embedded
+judge's unconfirmed stances are not evidence the digest can sign: its papers are listed for triage
+(ranked, with the abstract sentence closest to the claim, no stance), and its labels wait in
+`monitor review`.
 """
 
 from __future__ import annotations
@@ -13,53 +16,61 @@ from collections import Counter
 from sqlalchemy.orm import Session
 
 from monitor.config import Settings
-from monitor.judge.student import measured_coverage
+from monitor.judge.sentences import split_sentences
+from monitor.judge.student import measured_coverage, sentence_overlap, surface_words
+from monitor.relevance.bm25 import Lexicon, load_lexicon
 from monitor.report.period import Period, day_range
 from monitor.report.research import digest_note, research_questions
 from monitor.report.strongest import attach_strongest
 from monitor.report.views import (
     EVIDENCE_PER_CLAIM,
+    TRIAGE_PER_CLAIM,
     AnchorView,
     ClaimView,
     Digest,
     EvidenceView,
     LineView,
     Summary,
+    TriageView,
 )
 from monitor.review.rewording import open_views, propose_rewordings
 from monitor.store.claims import active_claims, lines_by_claim
 from monitor.store.db import Store
-from monitor.store.digests import period_usage
+from monitor.store.digests import period_pairs, period_usage
 from monitor.store.failures import count_parked
 from monitor.store.lines import active_lines, ungrounded_anchors
 from monitor.store.models import Anchor, Claim, Line
-from monitor.store.papers import count_first_seen, count_published
+from monitor.store.papers import abstracts_of, count_first_seen, count_published
 from monitor.store.runs import RunRecord
-from monitor.verdicts.rollup import outcomes
-from monitor.verdicts.rules import STATUSES, Outcome
+from monitor.verdicts.rollup import anchor_ids_by_claim, outcomes
+from monitor.verdicts.rules import LOCAL_JUDGE, STATUSES, EvidenceItem, Outcome
 
 OTHER_LINE_ID = "_other"
+# A later sentence of the abstract is quoted instead of the first (most often background) when it
+# shares at least this share of the first one's weight of claim words.
+LATER_SENTENCE_SHARE = 0.8
 
 
-def _claim_view(claim: Claim, now: Outcome, before: Outcome, period: Period, lines: list[str]) -> ClaimView:
-    new = [
-        EvidenceView(i, i in now.for_review, unconfirmed=i in now.held)
-        for i in now.counted
-        if period.contains(i.appeared)
-    ]
-    # "Related, stance unclear" pairs of the period are shown for review; they move no verdict.
-    new += [EvidenceView(i, True) for i in now.unclear if period.contains(i.appeared)]
-    # Strongest first: stated before "stance unclear", against before for, then confidence.
-    new.sort(
-        key=lambda v: (
-            v.item.abstained,
-            v.item.label != "OVERTURNS",
-            v.item.label != "RELAXES",
-            -v.item.confidence,
-        )
+def _triaged(item: EvidenceItem, now: Outcome) -> bool:
+    """The embedded judge's stance that nobody confirmed, or withheld: listed without a stance."""
+    return item.judge == LOCAL_JUDGE and not item.reviewed and (item.abstained or item in now.held)
+
+
+def _claim_view(
+    claim: Claim, now: Outcome, before: Outcome, period: Period, lines: list[str], sources: set[str]
+) -> ClaimView:
+    appeared = [i for i in [*now.counted, *now.unclear] if period.contains(i.appeared)]
+    # The claim's own sources (its lines' anchors) are not news about it, whatever the settings say.
+    triage = sorted(
+        {i for i in appeared if _triaged(i, now) and i.arxiv_id not in sources},
+        key=lambda i: (-i.confidence, i.arxiv_id),
     )
+    new = [EvidenceView(i, i in now.for_review, unconfirmed=i in now.held) for i in now.counted]
+    new = [v for v in new if v.item in appeared and not _triaged(v.item, now)]
+    # Strongest first: against before for, then confidence.
+    new.sort(key=lambda v: (v.item.label != "OVERTURNS", v.item.label != "RELAXES", -v.item.confidence))
     more = max(0, len(new) - EVIDENCE_PER_CLAIM)
-    review = sum(1 for v in new if v.for_review)
+    review = sum(1 for v in new if v.for_review) + len(triage)
     new = new[:EVIDENCE_PER_CLAIM]
     recent = now.strongest_recent
     shown = {v.item for v in new} | ({recent} if recent else set())
@@ -75,14 +86,45 @@ def _claim_view(claim: Claim, now: Outcome, before: Outcome, period: Period, lin
         rests_on=[EvidenceView(m, m in now.for_review) for m in now.movers[:3] if m not in shown],
         review_count=review,
         line_ids=lines,
-        strength=now.strength if now.counted else {},
+        strength=now.strength if [i for i in now.counted if not _triaged(i, now)] else {},
         dated=claim.kind == "dated",
         conditions=[
             EvidenceView(i) for i in now.counted if i.reviewed and i.label == "RELAXES" and i.evidence
         ],
         more_evidence=more,
         moved_by=EvidenceView(now.movers[0], now.movers[0] in now.for_review) if now.movers else None,
+        triage=[TriageView(i, i.evidence) for i in triage[:TRIAGE_PER_CLAIM]],
+        more_triage=max(0, len(triage) - TRIAGE_PER_CLAIM),
+        suggested=any(_triaged(i, now) for i in [*now.counted, *now.unclear]),
     )
+
+
+def _quote_triage(s: Session, claims: list[Claim], views: dict[str, ClaimView]) -> None:
+    """Each triage entry's sentence: the abstract sentence sharing most with the claim (the model's
+    own pick is kept where the abstract has nothing closer), preferring a later one over the first,
+    background sentence when it shares nearly as much."""
+    texts = {c.id: c.text for c in claims}
+    entries = [(cid, t) for cid, v in views.items() for t in v.triage]
+    if not entries:
+        return
+    abstracts = abstracts_of(s, [(t.item.arxiv_id, t.item.version) for _, t in entries])
+    lexicon = load_lexicon()
+    for claim_id, entry in entries:
+        abstract = abstracts.get((entry.item.arxiv_id, entry.item.version), "")
+        entry.sentence, entry.words = closest_sentence(lexicon, texts[claim_id], abstract, entry.sentence)
+
+
+def closest_sentence(lexicon: Lexicon, claim: str, abstract: str, fallback: str) -> tuple[str, list[str]]:
+    """The abstract sentence that shares most with the claim, and the claim's words it shares."""
+    sentences = [s.text for s in split_sentences(abstract)]
+    scored = sentence_overlap(lexicon, claim, sentences) if sentences else []
+    if not scored or max(score for score, _ in scored) <= 0:
+        return fallback, []
+    order = sorted(range(len(scored)), key=lambda i: (-scored[i][0], i))
+    best = order[0]
+    if best == 0 and len(order) > 1 and scored[order[1]][0] >= LATER_SENTENCE_SHARE * scored[0][0]:
+        best = order[1]
+    return sentences[best], surface_words(sentences[best], scored[best][1][:4])
 
 
 def _urgency(view: ClaimView) -> tuple[int, int, str]:
@@ -105,6 +147,8 @@ def _summary(s: Session, settings: Settings, period: Period, claims: list[ClaimV
         papers_first_seen=count_first_seen(s, start, stop),
         pairs_judged=usage.judged,
         new_evidence=sum(len(c.new_evidence) + c.more_evidence for c in claims),
+        triaged=sum(len(c.triage) + c.more_triage for c in claims),
+        judging=period_pairs(s, period.start, period.end),
         for_review=sum(c.review_count for c in claims),
         tokens=usage.prompt_tokens + usage.completion_tokens,
         cost_usd=float(cost),
@@ -123,9 +167,14 @@ def gather_digest(
         now = outcomes(s, settings, period.end, claims)
         before = outcomes(s, settings, period.start - dt.timedelta(days=1), claims)
         by_claim = lines_by_claim(s)
+        sources = anchor_ids_by_claim(s)
         views = {
-            c.id: _claim_view(c, now[c.id], before[c.id], period, by_claim.get(c.id, [])) for c in claims
+            c.id: _claim_view(
+                c, now[c.id], before[c.id], period, by_claim.get(c.id, []), sources.get(c.id, set())
+            )
+            for c in claims
         }
+        _quote_triage(s, claims, views)
         line_rows = {ln.id: ln for ln in active_lines(s)}
         anchors = ungrounded_anchors(s)
         summary = _summary(s, settings, period, list(views.values()))
@@ -189,9 +238,9 @@ def _line_views(
 
 
 def _weight(views: dict[str, ClaimView], line_id: str) -> tuple[int, int, str]:
-    """A line's rank: most changed verdicts, then most new evidence, then id."""
+    """A line's rank: most changed verdicts, then most new papers (evidence or triage), then id."""
     mine = [v for v in views.values() if line_id in v.line_ids]
-    news = sum(len(v.new_evidence) + v.more_evidence for v in mine)
+    news = sum(len(v.new_evidence) + v.more_evidence + len(v.triage) + v.more_triage for v in mine)
     return (-sum(v.changed for v in mine), -news, line_id)
 
 

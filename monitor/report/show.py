@@ -34,9 +34,17 @@ def print_digest_result(console: Console, result: DigestResult) -> None:
         f"for review {stats.get('for_review', 0)}, tokens {stats.get('tokens', 0)}",
         soft_wrap=True,
     )
+    judging = stats.get("judging") or {}
+    if not stats.get("final", True):
+        console.print(
+            f"NOT FINAL: the judge answered {judging.get('judged', 0)} of {judging.get('pairs', 0)} "
+            f"candidate pairs ({judging.get('failed', 0)} failed, {judging.get('parked', 0)} parked); "
+            "not mailed",
+            soft_wrap=True,
+        )
     if result.sent is True:
         console.print("emailed")
-    elif result.sent is False:
+    elif result.sent is False and stats.get("final", True):
         console.print(
             "not emailed: already sent for this period, or an earlier send may have been delivered "
             "(see the warning); --force sends it again"

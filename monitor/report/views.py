@@ -12,11 +12,14 @@ from monitor.report.research import ResearchQuestions, not_asked
 from monitor.report.strongest import StrongestWork
 from monitor.review.rewording import ProposalView
 from monitor.sources.base import arxiv_url
+from monitor.store.digests import PairTally
 from monitor.verdicts.rules import EvidenceItem
 
 # New evidence shown per claim; the rest is one line pointing at `monitor show` (a week of real volume
 # otherwise buries the reader: issue 12).
 EVIDENCE_PER_CLAIM = 3
+# Papers listed per claim for triage: those the embedded model ranks closest, stance not stated.
+TRIAGE_PER_CLAIM = 3
 
 
 @dataclass
@@ -30,6 +33,21 @@ class EvidenceView:
     # The label of a judge whose labels wait for a curator (verdicts.confirm_judges): a suggestion the
     # digest must not print as a finding.
     unconfirmed: bool = False
+
+    @property
+    def url(self) -> str:
+        return arxiv_url(self.item.ref)
+
+
+@dataclass
+class TriageView:
+    """A paper the embedded model ranks close to a claim, shown without a stance: on this hardware its
+    stance labels are not precise enough to print (they wait in `monitor review`). `sentence` is the
+    abstract sentence that shares most with the claim, verbatim."""
+
+    item: EvidenceItem
+    sentence: str
+    words: list[str] = field(default_factory=list)  # the claim's words the sentence shares, as written
 
     @property
     def url(self) -> str:
@@ -59,6 +77,9 @@ class ClaimView:
     conditions: list[EvidenceView] = field(default_factory=list)
     moved_by: EvidenceView | None = None  # the strongest paper behind a changed verdict
     proposal: ProposalView | None = None  # an LLM's narrowed wording, waiting for a curator
+    triage: list[TriageView] = field(default_factory=list)  # closest by the embedded model, no stance
+    more_triage: int = 0  # triage papers beyond TRIAGE_PER_CLAIM, not shown
+    suggested: bool = False  # the embedded model flagged papers (any period) that no curator read yet
 
     @property
     def changed(self) -> bool:
@@ -66,7 +87,16 @@ class ClaimView:
 
     @property
     def newsworthy(self) -> bool:
-        return self.changed or bool(self.new_evidence)
+        return self.changed or bool(self.new_evidence) or bool(self.triage)
+
+    @property
+    def untested_note(self) -> str:
+        """Why an untested claim without news is untested, in words a researcher can sign."""
+        if self.strength:
+            return "weak evidence only"
+        if self.suggested:
+            return "nothing confirmed yet; unconfirmed suggestions wait in monitor review"
+        return "no relevant paper found yet"
 
     @property
     def short(self) -> str:
@@ -133,6 +163,20 @@ class Summary:
     # reader must not take its UNRELATED for "nothing bears on the claim".
     judged_embedded: int = 0
     embedded_coverage: Coverage | None = None
+    triaged: int = 0  # papers the embedded model ranks close to a claim, listed without a stance
+    # What became of the period's candidate pairs: a judge that failed must not read as "none bears".
+    judging: PairTally = field(default_factory=PairTally)
+
+    @property
+    def unjudged(self) -> int:
+        """The period's pairs without a current judgement: failed, parked or not asked yet."""
+        return self.judging.pairs - self.judging.judged
+
+    @property
+    def final(self) -> bool:
+        """False when most of the period's pairs failed or were parked: the digest then says what
+        failed, is not mailed, and the run that wrote it exits 6; a later run rewrites it."""
+        return 2 * (self.judging.failed + self.judging.parked) <= self.judging.pairs
 
     def as_stats(self) -> dict[str, Any]:
         return {
@@ -144,9 +188,12 @@ class Summary:
             "new_evidence": self.new_evidence,
             "for_review": self.for_review,
             "judged_embedded": self.judged_embedded,
+            "triaged": self.triaged,
             "proposals": self.proposals,
             "tokens": self.tokens,
             "cost_usd": round(self.cost_usd, 4),
+            "judging": self.judging._asdict(),
+            "final": self.final,
         }
 
 
@@ -176,4 +223,4 @@ class Digest:
 
     @property
     def no_relevant(self) -> bool:
-        return self.summary.new_evidence == 0 and not self.summary.changed
+        return self.summary.new_evidence == 0 and not self.summary.changed and not self.summary.triaged

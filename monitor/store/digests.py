@@ -8,8 +8,10 @@ from typing import Any, NamedTuple
 from sqlalchemy import ColumnElement, case, func, select
 from sqlalchemy.orm import Session
 
-from monitor.store.models import Assessment, Paper
-from monitor.store.records import Digest, LLMExchange, Run
+from monitor.store.candidates import SCREEN_DROPPED
+from monitor.store.claims import is_active
+from monitor.store.models import Assessment, Candidate, Claim, Paper
+from monitor.store.records import Digest, JudgeFailure, LLMExchange, Run
 
 # `digests.stats` keys that record mail delivery (monitor/report/delivery.py), not the rendering:
 # re-rendering a digest keeps them, so a later run still knows what an earlier send did.
@@ -84,6 +86,40 @@ def period_usage(
         )
     ).one()
     return PeriodUsage(int(judged or 0), int(prompt), int(completion), int(embedded or 0))
+
+
+class PairTally(NamedTuple):
+    """What became of a period's candidate pairs: (paper published in the period, active claim), on
+    the paper's latest version, not dropped by an LLM screen."""
+
+    pairs: int = 0
+    judged: int = 0  # a current assessment
+    failed: int = 0  # the judge's answer was unusable; asked again by the next run
+    parked: int = 0  # failed too often: no longer asked until `monitor retest`
+    pending: int = 0  # not asked yet (or waiting for the LLM screen)
+
+
+def period_pairs(session: Session, first: dt.date, last: dt.date) -> PairTally:
+    """How many of the candidate pairs of papers published `first`..`last` are judged, failed, parked
+    or not yet judged: what a digest of the period rests on."""
+    latest = (Paper.published.between(first, last), is_active())
+
+    def keys(model: type[Any], *where: Any) -> set[tuple[str, str]]:
+        query = (
+            select(model.arxiv_id, model.claim_id)
+            .join(Paper, Paper.arxiv_id == model.arxiv_id)
+            .join(Claim, Claim.id == model.claim_id)
+            .where(model.version == Paper.version, *latest, *where)
+        )
+        return {(a, c) for a, c in session.execute(query)}
+
+    judged = keys(Assessment, Assessment.is_current.is_(True))
+    failing = keys(JudgeFailure, JudgeFailure.parked_at.is_(None)) - judged
+    parked = keys(JudgeFailure, JudgeFailure.parked_at.is_not(None)) - judged
+    screened = Candidate.screen.is_(None) | (Candidate.screen != SCREEN_DROPPED)
+    pairs = keys(Candidate, screened) | judged | failing | parked
+    pending = len(pairs - judged - failing - parked)
+    return PairTally(len(pairs), len(judged), len(failing - parked), len(parked), pending)
 
 
 def save_digest(
