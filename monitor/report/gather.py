@@ -35,7 +35,7 @@ from monitor.store.models import Anchor, Claim, Line
 from monitor.store.papers import count_first_seen, count_published
 from monitor.store.runs import RunRecord
 from monitor.verdicts.rollup import outcomes
-from monitor.verdicts.rules import STATUSES, Outcome
+from monitor.verdicts.rules import STATUSES, EvidenceSummary, Outcome
 
 OTHER_LINE_ID = "_other"
 
@@ -86,6 +86,7 @@ def _claim_view(claim: Claim, now: Outcome, before: Outcome, period: Period, lin
         ],
         more_evidence=more,
         moved_by=EvidenceView(now.movers[0], now.movers[0] in now.for_review) if now.movers else None,
+        evidence=now.summary,
     )
 
 
@@ -115,6 +116,7 @@ def _summary(s: Session, settings: Settings, period: Period, claims: list[ClaimV
         parked=count_parked(s),
         judged_embedded=usage.judged_embedded,
         embedded_coverage=measured_coverage() if usage.judged_embedded else None,
+        evidence=EvidenceSummary.total([c.evidence for c in claims]),
     )
 
 

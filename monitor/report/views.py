@@ -11,7 +11,7 @@ from monitor.report.period import Period
 from monitor.report.research import ResearchQuestions
 from monitor.review.rewording import ProposalView
 from monitor.sources.base import arxiv_url
-from monitor.verdicts.rules import EvidenceItem
+from monitor.verdicts.rules import EvidenceItem, EvidenceSummary
 
 # New evidence shown per claim; the rest is one line pointing at `monitor show` (a week of real volume
 # otherwise buries the reader: issue 12).
@@ -58,6 +58,8 @@ class ClaimView:
     conditions: list[EvidenceView] = field(default_factory=list)
     moved_by: EvidenceView | None = None  # the strongest paper behind a changed verdict
     proposal: ProposalView | None = None  # an LLM's narrowed wording, waiting for a curator
+    # How its evidence stands at the period's end: the account `monitor verdicts` and `show` print too.
+    evidence: EvidenceSummary = field(default_factory=EvidenceSummary)
 
     @property
     def changed(self) -> bool:
@@ -131,6 +133,7 @@ class Summary:
     # reader must not take its UNRELATED for "nothing bears on the claim".
     judged_embedded: int = 0
     embedded_coverage: Coverage | None = None
+    evidence: EvidenceSummary = field(default_factory=EvidenceSummary)  # summed over the claims
 
     def as_stats(self) -> dict[str, Any]:
         return {
@@ -145,6 +148,7 @@ class Summary:
             "proposals": self.proposals,
             "tokens": self.tokens,
             "cost_usd": round(self.cost_usd, 4),
+            "evidence": self.evidence.as_dict() | {"sentence": self.evidence.totals_sentence()},
         }
 
 

@@ -190,7 +190,7 @@ class EvidenceSummary:
     def sentence(self) -> str:
         """One sentence, the same wherever the claim is shown."""
         if not self.related:
-            return "no related paper found yet"
+            return "no relevant paper found yet"
         total = sum(self.counted.values())
         labels = ", ".join(f"{n} {label}" for label, n in self.counted.items() if n)
         counting = f"{_papers(total)} count{'s' if total == 1 else ''} ({labels})"
@@ -201,7 +201,8 @@ class EvidenceSummary:
             why = ", ".join(f"{n} {reason}" for reason, n in self.withheld.items())
             parts.append(f"{_papers(sum(self.withheld.values()))} withheld ({why})")
         if self.sources:
-            parts.append(f"{_papers(self.sources)} the claim's own source{'s' if self.sources > 1 else ''}")
+            own = "is the claim's own source" if self.sources == 1 else "are the claim's own sources"
+            parts.append(f"{_papers(self.sources)} {own}")
         return "; ".join(parts)
 
     def as_dict(self) -> dict[str, object]:
@@ -212,6 +213,35 @@ class EvidenceSummary:
             "sources": self.sources,
             "sentence": self.sentence(),
         }
+
+    @classmethod
+    def total(cls, summaries: list[EvidenceSummary]) -> EvidenceSummary:
+        """Summed over claims: (claim, paper) pairs, as a digest's or a feed entry's totals."""
+        counted: Counter[str] = Counter()
+        withheld: Counter[str] = Counter()
+        for one in summaries:
+            counted.update(one.counted)
+            withheld.update(one.withheld)
+        return cls(
+            {label: counted[label] for label in STANCES if counted[label]},
+            sum(one.waiting for one in summaries),
+            dict(withheld),
+            sum(one.sources for one in summaries),
+        )
+
+    def totals_sentence(self) -> str:
+        """The totals over claims in words: pairs of a claim and a paper, since a paper may bear on two."""
+        if not self.related:
+            return "no claim has a relevant paper yet"
+        withheld = sum(self.withheld.values())
+        parts = [
+            f"{sum(self.counted.values())} count",
+            f"{self.waiting} wait for a curator",
+            f"{withheld} withheld"
+            + (f" ({', '.join(f'{n} {w}' for w, n in self.withheld.items())})" if withheld else ""),
+            f"{self.sources} are a claim's own source",
+        ]
+        return "claim-paper pairs to date: " + "; ".join(parts)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, object]) -> EvidenceSummary:
