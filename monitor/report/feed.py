@@ -33,7 +33,7 @@ def _summary(stats: dict[str, object]) -> str:
     evidence = stats.get("evidence") or {}
     # The digest's own totals sentence (EvidenceSummary.totals_sentence), never a second count.
     totals = (
-        f" Evidence {evidence['sentence']}." if isinstance(evidence, dict) and "sentence" in evidence else ""
+        f" {evidence['sentence']}." if isinstance(evidence, dict) and "sentence" in evidence else ""
     )
     return (
         f"{verdicts_changed}; {stats.get('new_evidence', 0)} new evidence; "

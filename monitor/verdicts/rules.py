@@ -225,14 +225,14 @@ class EvidenceSummary:
         return cls(
             {label: counted[label] for label in STANCES if counted[label]},
             sum(one.waiting for one in summaries),
-            dict(withheld),
+            _in_order(withheld),
             sum(one.sources for one in summaries),
         )
 
     def totals_sentence(self) -> str:
         """The totals over claims in words: pairs of a claim and a paper, since a paper may bear on two."""
         if not self.related:
-            return "no claim has a relevant paper yet"
+            return "No claim has a relevant paper yet"
         withheld = sum(self.withheld.values())
         parts = [
             f"{sum(self.counted.values())} count",
@@ -241,7 +241,7 @@ class EvidenceSummary:
             + (f" ({', '.join(f'{n} {w}' for w, n in self.withheld.items())})" if withheld else ""),
             f"{self.sources} are a claim's own source",
         ]
-        return "claim-paper pairs to date: " + "; ".join(parts)
+        return "Claim-paper pairs to date: " + "; ".join(parts)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, object]) -> EvidenceSummary:
@@ -258,6 +258,11 @@ def _papers(n: int) -> str:
 
 
 _WITHHELD_AS = {WHY_UNCLEAR: "stance unclear", WHY_UNGROUNDED: "ungrounded"}
+_WITHHELD_ORDER = ("stance unclear", "ungrounded", "too unsure")
+
+
+def _in_order(withheld: Mapping[str, int]) -> dict[str, int]:
+    return {why: withheld[why] for why in _WITHHELD_ORDER if withheld.get(why)}
 
 
 def summarise_evidence(standings: list[tuple[EvidenceItem, str, str]]) -> EvidenceSummary:
@@ -275,7 +280,7 @@ def summarise_evidence(standings: list[tuple[EvidenceItem, str, str]]) -> Eviden
     for index, detail in best.values():
         tally[rank[index]][detail] += 1
     counted = {label: tally[COUNTS][label] for label in STANCES if tally[COUNTS][label]}
-    return EvidenceSummary(counted, tally[WAITS].total(), dict(tally[WITHHELD]), tally[SOURCE].total())
+    return EvidenceSummary(counted, tally[WAITS].total(), _in_order(tally[WITHHELD]), tally[SOURCE].total())
 
 
 @dataclass
