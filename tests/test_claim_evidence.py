@@ -21,7 +21,6 @@ from monitor.review.terminal import walk
 from monitor.store import open_store
 from monitor.store.models import Assessment
 from monitor.verdicts.rollup import compute_verdicts, current_verdicts, load_evidence
-from monitor.verdicts.sources import names_paper
 
 DARLING_NOTE = (
     "DARLING jointly optimizes for quality and semantic diversity using a learned classifier, finding that "
@@ -80,23 +79,25 @@ TOTALS = (
 def test_a_notes_own_paper_is_its_source_and_its_lines_never_evidence(store) -> None:
     settings = trusted_settings()
     world(store)
-    with store.session() as s:
-        evidence = load_evidence(s, settings)
-    [note_paper] = evidence["c_note"]
-    assert note_paper.source == "this note's paper: the note names it, DARLING"
-    sources = {i.arxiv_id: i.source for i in evidence["c_counted"] if i.source}
-    assert sources == {"2603.10001": "the paper of note c_note: the note names it, DARLING"}
     statuses = {c.claim_id: c.status for c in compute_verdicts(store, settings)}
     # A SUPPORTS 0.95 from a perfectly precise judge would make c_note DURABLE were it new evidence.
     assert statuses["c_note"] == "UNTESTED"
     assert statuses["c_counted"] == "DURABLE"  # on the replication alone
     [row] = [r for r in current_verdicts(store) if r.claim_id == "c_counted"]
     assert row.papers == ["2603.10005v1"]
+    with store.session() as s:
+        evidence = load_evidence(s, settings)
+    [note_paper] = evidence["c_note"]
+    assert note_paper.source == "this note's paper: the note names it, DARLING"
+    sources = {i.arxiv_id: i.source for i in evidence["c_counted"] if i.source}
+    assert sources == {"2603.10001": "the paper of note c_note: the note names it, DARLING"}
     settings.verdicts.exclude_anchors = False  # sources count again, as before
     assert {c.claim_id: c.status for c in compute_verdicts(store, settings)}["c_note"] == "DURABLE"
 
 
 def test_how_a_note_names_or_paraphrases_its_paper() -> None:
+    from monitor.verdicts.sources import names_paper
+
     title = "RL Squeezes, SFT Expands: A Comparative Study of Reasoning LLMs"
     quoted = 'The "RL Squeezes, SFT Expands" paper studies search agents trained with RL versus SFT.'
     assert (
@@ -194,7 +195,10 @@ def test_one_confirmed_local_label_moves_a_verdict_only_when_decisive(store, dec
     settings = trusted_settings()
     world(store)
     first = review_queue(store, settings)[0]
-    record(store, first.assessment_id, label="S", decisive=decisive)
+    if decisive:
+        record(store, first.assessment_id, label="S", decisive=True)
+    else:
+        record(store, first.assessment_id, label="S")  # one `y`
     w = World(store)
     w.assess(first.arxiv_id, "c_held", "UNRELATED", 0.9, judge="local")  # a retest: the decision holds
     statuses = {c.claim_id: c.status for c in compute_verdicts(store, settings)}

@@ -11,7 +11,6 @@ from monitor.config import Settings
 from monitor.verdicts.rules import (
     CONFIRMED,
     CONTESTED,
-    CURATOR_WEIGHT,
     DEFAULT_PRECISION,
     DURABLE,
     OVERTURNED,
@@ -246,6 +245,8 @@ def test_the_worked_examples_in_docs_verdicts_md_hold_with_the_shipped_precision
 
 def test_worked_examples_7_and_8_a_curator_label_and_a_claims_own_source() -> None:
     """docs/verdicts.md worked examples 7 (curators, issue 21 item 5) and 8 (sources, item 3)."""
+    from monitor.verdicts.rules import CURATOR_WEIGHT
+
     th = Thresholds()  # the shipped defaults the docs quote
     day = dt.date(2025, 9, 1)
 
