@@ -293,6 +293,21 @@ def test_the_evidence_summary_counts_distinct_papers_by_standing() -> None:
     assert decide([], TH, MAY_2025).summary.sentence() == "no relevant paper found yet"
 
 
+def test_counting_between_is_the_evidence_that_counts_in_a_period() -> None:
+    from monitor.verdicts.rules import counting_between
+
+    inside = item("RELAXES", 0.6, dt.date(2026, 3, 10))
+    stronger = item("OVERTURNS", 0.5, dt.date(2026, 3, 11))
+    waiting = item("OVERTURNS", 0.9, dt.date(2026, 3, 11), judge="local")
+    source = replace(item("OVERTURNS", 0.9, dt.date(2026, 3, 12)), source="an anchor paper of its line")
+    before = item("RELAXES", 0.9, dt.date(2026, 3, 1))
+    support = item("SUPPORTS", 0.9, dt.date(2026, 3, 12))
+    out = decide([inside, stronger, waiting, source, before, support], TH, MAY_2025)
+    week = (dt.date(2026, 3, 9), dt.date(2026, 3, 15))
+    assert counting_between(out, *week, ("RELAXES", "OVERTURNS")) == [stronger, inside]
+    assert counting_between(out, *week) == [stronger, inside, support]
+
+
 def test_strongest_recent_work_only_from_evidence_that_moves_verdicts() -> None:
     waiting = item("OVERTURNS", 0.95, dt.date(2026, 2, 1), judge="local")  # needs a curator first
     relax = item("RELAXES", 0.7, dt.date(2026, 1, 5))

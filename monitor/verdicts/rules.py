@@ -304,6 +304,26 @@ class Outcome:
     def mover_ids(self) -> list[int]:
         return sorted(item.assessment_id for item in self.movers)
 
+    @property
+    def moving(self) -> list[EvidenceItem]:
+        """What counts toward the verdict now: passed rule 1 and waits for no curator."""
+        return [i for i in self.counted if i not in self.held]
+
+
+def counting_between(
+    outcome: Outcome, start: dt.date, end: dt.date, labels: tuple[str, ...] = STANCES
+) -> list[EvidenceItem]:
+    """The evidence that counts for a claim (standing COUNTS: not waiting for a curator, not withheld,
+    not one of its sources) with one of `labels`, whose version appeared in [start, end], strongest
+    first. For a digest period: `counting_between(now, period.start, period.end, ("RELAXES", "OVERTURNS"))`
+    with `now` the claim's outcome at the period's end."""
+    chosen = [
+        i
+        for i in outcome.moving
+        if i.label in labels and i.appeared is not None and start <= i.appeared <= end
+    ]
+    return _strongest_first(chosen)
+
 
 def evidence_cutoff(date: ClaimDate) -> dt.date | None:
     """The last day a paper can be published and still be *older* than the claim; None: undated.
@@ -410,7 +430,7 @@ def decide(
     withheld = [i for i, kind, _ in standings if kind == WITHHELD]
     status, movers = classify(counted, th)
     held = [i for i in counted if th.held(i)]
-    moving = [i for i in counted if i not in held]  # what moves verdicts: not what waits for a curator
+    moving = [i for i in counted if i not in held]  # = Outcome.moving: not what waits for a curator
     settled = status in (OVERTURNED, CONTESTED)
     for_review = [
         i for i in counted if i in held or (i.label == "OVERTURNS" and not settled and not i.reviewed)
