@@ -67,7 +67,7 @@ class CurrentVerdict:
     changed_at: dt.date | None = None  # as_of of the row where the status last moved
     status_since: dt.date | None = None  # publication date of the paper that moved it
     papers: list[str] = field(default_factory=list)  # arXiv ids (with version) behind the status
-    evidence: EvidenceSummary | None = None  # None: a row written before summaries were kept
+    evidence_summary: EvidenceSummary | None = None  # None: a row written before summaries were kept
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -82,7 +82,7 @@ class CurrentVerdict:
             "summary": self.summary,
             "evidence": self.papers,
             "assessment_ids": self.assessment_ids,
-            "evidence_summary": self.evidence.as_dict() if self.evidence else None,
+            "evidence_summary": self.evidence_summary.as_dict() if self.evidence_summary else None,
         }
 
 
@@ -293,7 +293,7 @@ def current_verdicts(store: Store, line_id: str | None = None) -> list[CurrentVe
                     changed_at=moved[-1].as_of if moved else None,
                     status_since=dt.date.fromisoformat(since) if since else None,
                     papers=list(details.get("papers") or []),
-                    evidence=EvidenceSummary.from_dict(summary) if summary else None,
+                    evidence_summary=EvidenceSummary.from_dict(summary) if summary else None,
                 )
             )
     order = {status: i for i, status in enumerate(STATUSES)}
