@@ -68,8 +68,9 @@ def test_a_v2_store_gains_the_abstained_column(db_url: str) -> None:
 
 
 def test_monitor_show_says_why_an_unclear_pair_does_not_count() -> None:
-    from monitor.verdicts.show import _why_not
+    from monitor.verdicts.rules import WITHHELD, standing
 
     unclear = item(4, "RELAXES", 0.9, abstained=True)
-    assert _why_not(unclear, None, TH) == "related, stance unclear: for review"
-    assert _why_not(item(5, "RELAXES", 0.1, abstained=False), None, TH).startswith("below min_confidence")
+    assert standing(unclear, None, None, TH) == (WITHHELD, "related, stance unclear: for review")
+    weak = standing(item(5, "RELAXES", 0.1, abstained=False), None, None, TH)
+    assert weak[0] == WITHHELD and weak[1].startswith("below min_confidence")

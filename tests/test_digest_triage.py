@@ -80,9 +80,10 @@ def test_the_embedded_judges_papers_are_listed_for_triage_without_a_stance(store
     assert "+2 more: `monitor review`" in md
     assert "shares words with the claim: “sparse”, “updates”, “parameter”" in md
     # No verdict-strength line for a claim whose only evidence waits for a curator; and an untested
-    # claim with only a withheld suggestion says nothing is confirmed, not "weak evidence".
-    assert "Strength of the evidence" not in md
-    assert "(`c_other`, 2025: nothing confirmed yet; unconfirmed suggestions wait in monitor review)" in md
+    # claim with only a withheld suggestion says nothing counts (the one evidence sentence every reader
+    # prints), not "weak evidence".
+    assert "Strength of the evidence" not in md and "weak evidence" not in md
+    assert "(`c_other`, 2025: no paper counts yet; " in md
 
 
 def test_the_embedded_judges_rationales_are_plain_words() -> None:

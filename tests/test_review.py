@@ -51,7 +51,7 @@ def status(store, settings) -> str:
     return row.status
 
 
-def test_a_confirmation_moves_the_verdict_and_survives_rejudging(store) -> None:
+def test_a_decisive_confirmation_moves_the_verdict_and_survives_rejudging(store) -> None:
     settings = trusted_settings()
     w = world(store)
     w.paper("2509.00001", "Dense RL", dt.date(2025, 9, 1), abstract=ABSTRACT)
@@ -61,13 +61,17 @@ def test_a_confirmation_moves_the_verdict_and_survives_rejudging(store) -> None:
     assert item.assessment_id == weak and item.reason == REASONS[1] and item.abstract == ABSTRACT
     done = record(store, weak, label="O", note="read the paper: dense")
     assert (done.action, done.from_label, done.label) == ("confirm", "OVERTURNS", "OVERTURNS")
-    assert status(store, settings) == "OVERTURNED"  # a curator's label weighs 1
+    # One confirmation weighs CURATOR_WEIGHT (0.7): one keypress never overturns a claim (issue 21).
+    assert status(store, settings) == "UNTESTED"
     assert review_queue(store, settings) == []
+    done = record(store, weak, label="O", decisive=True, note="read it: this settles it")
+    assert done.decisive
+    assert status(store, settings) == "OVERTURNED"  # a decisive curator's label weighs 1
     # A retest with a new model relabels the pair SUPPORTS: the curator's OVERTURNS stays in force.
     w.assess("2509.00001", "c1", "SUPPORTS", 0.95, evidence=QUOTE, judge="openai")
     assert status(store, settings) == "OVERTURNED"
     shown = {e.item.arxiv_id: e.note for e in claim_detail(store, settings, "c1").evidence}
-    assert shown["2509.00001"] == "relabelled by a curator (the judge said SUPPORTS)"
+    assert shown["2509.00001"] == "relabelled by a curator, decisive (the judge said SUPPORTS)"
 
 
 def test_relabel_dismiss_and_history(store) -> None:
@@ -80,7 +84,7 @@ def test_relabel_dismiss_and_history(store) -> None:
     assert status(store, settings) == "DURABLE"
     record(store, support, label="U")  # not support after all
     assert status(store, settings) == "UNTESTED"
-    record(store, unrelated, label="SUPPORTS")  # the judge missed this one
+    record(store, unrelated, label="SUPPORTS", decisive=True)  # the judge missed this one
     assert status(store, settings) == "DURABLE"
     record(store, unrelated, dismiss=True, note="a survey, no finding")
     assert status(store, settings) == "UNTESTED"
@@ -123,10 +127,12 @@ def test_embedded_judges_relaxes_waits_for_confirmation(store) -> None:
     queue = review_queue(store, settings)
     assert [i.reason for i in queue] == [REASONS[0], REASONS[0]]
     record(store, ids[0], label="R")
-    assert status(store, settings) == "PERISHABLE"
+    assert status(store, settings) == "UNTESTED"  # one confirmed paper (0.7) moves nothing alone
+    record(store, ids[1], label="R")
+    assert status(store, settings) == "PERISHABLE"  # two: 1 - 0.3 * 0.3 = 0.91
     settings.verdicts.confirm_judges = []
     record(store, ids[0], dismiss=True)
-    assert status(store, settings) == "UNTESTED"  # one local RELAXES (0.76 at most) is too weak
+    assert status(store, settings) == "UNTESTED"  # one RELAXES (confirmed: 0.7) is too weak
     w.paper("2509.00003", "Relaxing 3", dt.date(2025, 9, 3), abstract=ABSTRACT)
     w.assess("2509.00003", "c1", "RELAXES", 0.9, evidence=QUOTE, judge="local")
     assert status(store, settings) == "PERISHABLE"  # published unreviewed when nobody must confirm
@@ -215,13 +221,19 @@ def test_cli_set_list_and_the_interactive_walk(db_url: str, tmp_path: Path) -> N
     assert [row["assessment_id"] for row in json.loads(listed.stdout)][0] == first
     done = monitor("review", "set", str(first), "--label", "O", "--note", "checked")
     assert done.returncode == 0, done.stderr
-    assert "confirm c1 × 2509.00001: OVERTURNS -> OVERTURNS; verdicts changed 1" in done.stdout
+    assert "confirm c1 × 2509.00001: OVERTURNS -> OVERTURNS; verdicts changed 0" in done.stdout
+    done = monitor("review", "set", str(first), "--label", "O", "--decisive", "--note", "settles it")
+    assert done.returncode == 0, done.stderr
+    assert "confirm (decisive) c1 × 2509.00001: OVERTURNS -> OVERTURNS; verdicts changed 1" in done.stdout
+    bad = monitor("review", "set", str(first), "--dismiss", "--decisive")
+    assert bad.returncode == 64 and "--decisive" in bad.stderr
     walked = monitor("review", stdin="s\n")  # the one left: confirm it as SUPPORTS
     assert walked.returncode == 0, walked.stderr
     assert "confirmed 1, relabelled 0, dismissed 0, notes 0, skipped 0, left 0" in walked.stdout
     assert "Nothing needs review." in monitor("review").stdout
     reviewed = json.loads(monitor("review", "list", "--reviewed", "--json").stdout)
     assert [r["history"][0]["note"] for r in reviewed] == ["checked", ""]
+    assert [r["decisive"] for r in reviewed] == [True, False]  # stored with the decision
     bad = monitor("review", "set", "12345", "--label", "S")
     assert bad.returncode == 64 and "no assessment with id 12345" in bad.stderr
 

@@ -62,8 +62,8 @@ def test_history_rows_only_when_something_changed(store) -> None:
     assert current.changed_at == dt.date(2025, 7, 13)
     assert "2507.00001v1 SUPPORTS 0.80" in current.summary
     json.dumps(current.as_dict())  # the --json output is serialisable
-    # With settings: since when the status holds (the paper that moved it), and its papers by arXiv id.
-    [current] = current_verdicts(store, settings=settings)
+    # From the same stored row: since when the status holds (the paper that moved it), and its papers.
+    [current] = current_verdicts(store)
     assert current.status_since == dt.date(2025, 7, 10)
     assert current.as_dict()["evidence"] == ["2507.00001v1", "2507.00002v1"]
     assert current.as_dict()["assessment_ids"] == sorted([sup, sup2])
@@ -108,7 +108,7 @@ def test_ungrounded_and_older_papers_in_the_store(store) -> None:
     [change] = compute_verdicts(store, settings)
     assert change.status == "UNTESTED"
     [current] = current_verdicts(store, line_id="rl")
-    assert current.summary == "no relevant evidence yet"
+    assert current.summary == "no paper counts yet; 1 paper withheld (1 ungrounded)"
     assert current_verdicts(store, line_id="nope") == []
 
 
@@ -164,7 +164,8 @@ def test_show_explains_what_does_not_count(store) -> None:
     )
     assert notes["2510.00001"] == (False, "unrelated")
     assert notes["2511.00001"] == (False, "below min_confidence 0.3")
-    assert notes["2512.00001"] == (True, "for review: waits for a curator's confirmation (`monitor review`)")
+    # A local label waits for a curator: it does not count yet (issue 21: one truth with the table).
+    assert notes["2512.00001"] == (False, "for review: waits for a curator's confirmation (`monitor review`)")
     assert notes["2512.00002"] == (False, "ungrounded: its quote is not a real span of the abstract")
     # One local OVERTURNS (weight 0.75, its measured precision) is too weak to move the verdict.
     assert detail.status == "UNTESTED" and [h.status for h in detail.history] == ["UNTESTED"]

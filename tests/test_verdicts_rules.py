@@ -9,11 +9,13 @@ import pytest
 
 from monitor.config import Settings
 from monitor.verdicts.rules import (
+    CONFIRMED,
     CONTESTED,
     DEFAULT_PRECISION,
     DURABLE,
     OVERTURNED,
     PERISHABLE,
+    RELABELLED,
     UNTESTED,
     ClaimDate,
     EvidenceItem,
@@ -239,6 +241,71 @@ def test_the_worked_examples_in_docs_verdicts_md_hold_with_the_shipped_precision
     published = replace(th, confirm_judges=frozenset())
     assert decide([local], published, MAY_2025).status == UNTESTED
     assert decide(two_local, published, MAY_2025).status == DURABLE
+
+
+def test_worked_examples_7_and_8_a_curator_label_and_a_claims_own_source() -> None:
+    """docs/verdicts.md worked examples 7 (curators, issue 21 item 5) and 8 (sources, item 3)."""
+    from monitor.verdicts.rules import CURATOR_WEIGHT
+
+    th = Thresholds()  # the shipped defaults the docs quote
+    day = dt.date(2025, 9, 1)
+
+    def confirmed(one: EvidenceItem, decisive: bool = False) -> EvidenceItem:
+        return replace(one, review=CONFIRMED, model_label=one.label, decisive=decisive)
+
+    first = item("SUPPORTS", 0.9, day, judge="local")
+    second = item("SUPPORTS", 0.9, day, judge="local")
+    assert th.weight(confirmed(first)) == pytest.approx(0.76)  # the judge's own weight, above 0.7
+    assert decide([confirmed(first)], th, MAY_2025).status == UNTESTED  # one keypress moves nothing
+    both = decide([confirmed(first), confirmed(second)], th, MAY_2025)
+    assert both.status == DURABLE and both.strength["SUPPORTS"] == pytest.approx(1 - 0.24**2)
+    assert decide([confirmed(first, decisive=True)], th, MAY_2025).status == DURABLE
+    missed = item("UNRELATED", 0.9, day)
+    relabelled = replace(missed, label="OVERTURNS", review=RELABELLED, model_label="UNRELATED")
+    assert th.weight(relabelled) == CURATOR_WEIGHT == 0.7
+    assert decide([relabelled], th, MAY_2025).status == UNTESTED
+    assert decide([replace(relabelled, decisive=True)], th, MAY_2025).status == OVERTURNED
+    # 8: the paper the note summarises is its source: shown, never counted.
+    own = replace(item("SUPPORTS", 0.95, day), source="this note's paper: the note names it, DARLING")
+    out = decide([own], th, MAY_2025)
+    assert out.status == UNTESTED and out.counted == [] and out.sources == [own]
+    assert out.summary.sentence() == "no paper counts yet; 1 paper is the claim's own source"
+
+
+def test_the_evidence_summary_counts_distinct_papers_by_standing() -> None:
+    day = dt.date(2025, 9, 1)
+    items = [
+        item("SUPPORTS", 0.9, day),
+        item("RELAXES", 0.9, day),
+        item("SUPPORTS", 0.9, day, judge="local"),  # waits for a curator
+        replace(item("RELAXES", 0.5, day, judge="local"), abstained=True),
+        item("OVERTURNS", 0.9, day, grounded=False),
+        item("SUPPORTS", 0.1, day),  # below min_confidence
+        item("SUPPORTS", 0.9, dt.date(2025, 4, 1)),  # older than the claim: not mentioned
+    ]
+    summary = decide(items, TH, MAY_2025).summary
+    assert summary.counted == {"SUPPORTS": 1, "RELAXES": 1} and summary.waiting == 1
+    assert summary.withheld == {"stance unclear": 1, "ungrounded": 1, "too unsure": 1}
+    assert summary.sentence() == (
+        "2 papers count (1 SUPPORTS, 1 RELAXES); 1 paper waits for a curator; "
+        "3 papers withheld (1 stance unclear, 1 ungrounded, 1 too unsure)"
+    )
+    assert decide([], TH, MAY_2025).summary.sentence() == "no relevant paper found yet"
+
+
+def test_counting_between_is_the_evidence_that_counts_in_a_period() -> None:
+    from monitor.verdicts.rules import counting_between
+
+    inside = item("RELAXES", 0.6, dt.date(2026, 3, 10))
+    stronger = item("OVERTURNS", 0.5, dt.date(2026, 3, 11))
+    waiting = item("OVERTURNS", 0.9, dt.date(2026, 3, 11), judge="local")
+    source = replace(item("OVERTURNS", 0.9, dt.date(2026, 3, 12)), source="an anchor paper of its line")
+    before = item("RELAXES", 0.9, dt.date(2026, 3, 1))
+    support = item("SUPPORTS", 0.9, dt.date(2026, 3, 12))
+    out = decide([inside, stronger, waiting, source, before, support], TH, MAY_2025)
+    week = (dt.date(2026, 3, 9), dt.date(2026, 3, 15))
+    assert counting_between(out, *week, ("RELAXES", "OVERTURNS")) == [stronger, inside]
+    assert counting_between(out, *week) == [stronger, inside, support]
 
 
 def test_strongest_recent_work_only_from_evidence_that_moves_verdicts() -> None:

@@ -33,8 +33,8 @@ def _refresh_verdicts(ctx: typer.Context) -> int:
 
 @app.callback()
 def review_command(ctx: typer.Context) -> None:
-    """Walk what needs review, most urgent first (y confirm, s/r/o/u relabel, d dismiss, n note, k skip),
-    then any proposed wordings (a accept, x reject)."""
+    """Walk what needs review, most urgent first (y confirm, s/r/o/u relabel, ! before either: decisive,
+    d dismiss, n note, k skip), then any proposed wordings (a accept, x reject)."""
     if ctx.invoked_subcommand is not None:
         return
     from monitor.review.session import review_session
@@ -52,15 +52,22 @@ def review_set_command(
     ] = None,
     dismiss: Annotated[bool, typer.Option("--dismiss", help="Not evidence: counts for nothing.")] = False,
     note: Annotated[str, typer.Option("--note", "-n", help="A note kept with the decision.")] = "",
+    decisive: Annotated[
+        bool,
+        typer.Option(
+            "--decisive",
+            help="With --label: this one paper settles the claim (weighs 1; a label alone weighs 0.7).",
+        ),
+    ] = False,
 ) -> None:
-    """Record a decision for scripts: confirm or relabel (--label), --dismiss, or only a --note."""
+    """Record a decision for scripts: confirm or relabel (--label [--decisive]), --dismiss, or a --note."""
     from monitor.review.queue import record
 
-    done = record(_store(ctx), assessment_id, label=label, dismiss=dismiss, note=note)
+    done = record(_store(ctx), assessment_id, label=label, dismiss=dismiss, note=note, decisive=decisive)
     moved = _refresh_verdicts(ctx) if done.action != "note" else 0
     console.print(
-        f"{done.action} {done.claim_id} × {done.arxiv_id}: {done.from_label} -> {done.label or 'dismissed'}"
-        f"; verdicts changed {moved}",
+        f"{done.action}{' (decisive)' if done.decisive else ''} {done.claim_id} × {done.arxiv_id}: "
+        f"{done.from_label} -> {done.label or 'dismissed'}; verdicts changed {moved}",
         highlight=False,
     )
 

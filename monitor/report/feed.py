@@ -30,9 +30,14 @@ def _summary(stats: dict[str, object]) -> str:
     counts = ", ".join(f"{n} {status.lower()}" for status, n in verdicts.items() if n)  # type: ignore[union-attr]
     changed = int(stats.get("changed", 0) or 0)  # type: ignore[call-overload]
     verdicts_changed = f"{changed} verdict{'' if changed == 1 else 's'} changed"
+    evidence = stats.get("evidence") or {}
+    # The digest's own totals sentence (EvidenceSummary.totals_sentence), never a second count.
+    totals = (
+        f" {evidence['sentence']}." if isinstance(evidence, dict) and "sentence" in evidence else ""
+    )
     return (
         f"{verdicts_changed}; {stats.get('new_evidence', 0)} new evidence; "
-        f"{stats.get('for_review', 0)} for review. Claims: {counts or 'none'}."
+        f"{stats.get('for_review', 0)} for review. Claims: {counts or 'none'}.{totals}"
     )
 
 

@@ -43,7 +43,7 @@ from monitor.store.models import Anchor, Claim, Line
 from monitor.store.papers import abstracts_of, count_first_seen, count_published
 from monitor.store.runs import RunRecord
 from monitor.verdicts.rollup import anchor_ids_by_claim, outcomes
-from monitor.verdicts.rules import LOCAL_JUDGE, STATUSES, EvidenceItem, Outcome
+from monitor.verdicts.rules import LOCAL_JUDGE, STATUSES, EvidenceItem, EvidenceSummary, Outcome
 
 OTHER_LINE_ID = "_other"
 # A later sentence of the abstract is quoted instead of the first (most often background) when it
@@ -95,7 +95,7 @@ def _claim_view(
         moved_by=EvidenceView(now.movers[0], now.movers[0] in now.for_review) if now.movers else None,
         triage=[TriageView(i, i.evidence) for i in triage[:TRIAGE_PER_CLAIM]],
         more_triage=max(0, len(triage) - TRIAGE_PER_CLAIM),
-        suggested=any(_triaged(i, now) for i in [*now.counted, *now.unclear]),
+        evidence=now.summary,
     )
 
 
@@ -155,6 +155,7 @@ def _summary(s: Session, settings: Settings, period: Period, claims: list[ClaimV
         parked=count_parked(s),
         judged_embedded=usage.judged_embedded,
         embedded_coverage=measured_coverage() if usage.judged_embedded else None,
+        evidence=EvidenceSummary.total([c.evidence for c in claims]),
     )
 
 

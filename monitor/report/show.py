@@ -42,6 +42,9 @@ def print_digest_result(console: Console, result: DigestResult) -> None:
             "not mailed",
             soft_wrap=True,
         )
+    evidence = stats.get("evidence")
+    if isinstance(evidence, dict) and evidence.get("sentence"):
+        console.print(evidence["sentence"], soft_wrap=True, highlight=False)  # the digest's own totals
     if result.sent is True:
         console.print("emailed")
     elif result.sent is False and stats.get("final", True):

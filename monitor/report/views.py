@@ -13,7 +13,7 @@ from monitor.report.strongest import StrongestWork
 from monitor.review.rewording import ProposalView
 from monitor.sources.base import arxiv_url
 from monitor.store.digests import PairTally
-from monitor.verdicts.rules import EvidenceItem
+from monitor.verdicts.rules import EvidenceItem, EvidenceSummary
 
 # New evidence shown per claim; the rest is one line pointing at `monitor show` (a week of real volume
 # otherwise buries the reader: issue 12).
@@ -79,7 +79,8 @@ class ClaimView:
     proposal: ProposalView | None = None  # an LLM's narrowed wording, waiting for a curator
     triage: list[TriageView] = field(default_factory=list)  # closest by the embedded model, no stance
     more_triage: int = 0  # triage papers beyond TRIAGE_PER_CLAIM, not shown
-    suggested: bool = False  # the embedded model flagged papers (any period) that no curator read yet
+    # How its evidence stands at the period's end: the account `monitor verdicts` and `show` print too.
+    evidence: EvidenceSummary = field(default_factory=EvidenceSummary)
 
     @property
     def changed(self) -> bool:
@@ -88,15 +89,6 @@ class ClaimView:
     @property
     def newsworthy(self) -> bool:
         return self.changed or bool(self.new_evidence) or bool(self.triage)
-
-    @property
-    def untested_note(self) -> str:
-        """Why an untested claim without news is untested, in words a researcher can sign."""
-        if self.strength:
-            return "weak evidence only"
-        if self.suggested:
-            return "nothing confirmed yet; unconfirmed suggestions wait in monitor review"
-        return "no relevant paper found yet"
 
     @property
     def short(self) -> str:
@@ -177,6 +169,7 @@ class Summary:
         """False when most of the period's pairs failed or were parked: the digest then says what
         failed, is not mailed, and the run that wrote it exits 6; a later run rewrites it."""
         return 2 * (self.judging.failed + self.judging.parked) <= self.judging.pairs
+    evidence: EvidenceSummary = field(default_factory=EvidenceSummary)  # summed over the claims
 
     def as_stats(self) -> dict[str, Any]:
         return {
@@ -194,6 +187,7 @@ class Summary:
             "cost_usd": round(self.cost_usd, 4),
             "judging": self.judging._asdict(),
             "final": self.final,
+            "evidence": self.evidence.as_dict() | {"sentence": self.evidence.totals_sentence()},
         }
 
 

@@ -132,6 +132,7 @@ class Recorded:
     action: str
     from_label: str
     label: str | None
+    decisive: bool = False
 
 
 def parse_label(value: str) -> str:
@@ -148,11 +149,15 @@ def record(
     label: str | None = None,
     dismiss: bool = False,
     note: str = "",
+    decisive: bool = False,
 ) -> Recorded:
     """A curator's decision on an assessment's (claim, paper) pair: confirm or relabel (`label`),
-    dismiss, or only a note. Written in one transaction."""
+    dismiss, or only a note. `decisive`: with a label, this one paper settles the claim (it weighs 1;
+    otherwise a curator's label weighs `rules.CURATOR_WEIGHT`). Written in one transaction."""
     if dismiss and label:
         raise UsageError("give either --label or --dismiss, not both")
+    if decisive and not label:
+        raise UsageError("--decisive marks a label as settling the claim: give it with --label")
     if not (label or dismiss or note.strip()):
         raise UsageError("nothing to record: give --label, --dismiss or --note")
     with store.session() as s:
@@ -170,8 +175,8 @@ def record(
             action = "confirm" if new == assessment.label else "relabel"
         else:
             action, new = "note", None if in_force == "DISMISSED" else in_force
-        row = add_review(s, assessment, action, new, note.strip(), in_force)
-        return Recorded(row.id, assessment.id, row.claim_id, row.arxiv_id, action, in_force, new)
+        row = add_review(s, assessment, action, new, note.strip(), in_force, decisive)
+        return Recorded(row.id, assessment.id, row.claim_id, row.arxiv_id, action, in_force, new, decisive)
 
 
 def decisions(store: Store) -> list[dict[str, object]]:
@@ -187,6 +192,7 @@ def decisions(store: Store) -> list[dict[str, object]]:
                     "arxiv_id": arxiv_id,
                     "action": decision.action,
                     "label": decision.label,
+                    "decisive": decision.decisive,
                     "history": [_history_row(r) for r in rows],
                 }
             )
@@ -202,6 +208,7 @@ def _history_row(row: Review) -> dict[str, object]:
         "to": row.label,
         "when": row.created_at.isoformat(timespec="seconds"),
         "note": row.note,
+        "decisive": bool(row.decisive),
     }
 
 

@@ -23,9 +23,11 @@ from monitor.store.db import Store
 
 HELP = (
     "[bold]y[/] confirm · relabel [bold]s[/] SUPPORTS [bold]r[/] RELAXES [bold]o[/] OVERTURNS "
-    "[bold]u[/] UNRELATED · [bold]d[/] dismiss · [bold]n[/] note · [bold]k[/] skip · [bold]q[/] quit"
+    "[bold]u[/] UNRELATED · [bold]![/] then y/s/r/o: decisive, this paper settles the claim · "
+    "[bold]d[/] dismiss · [bold]n[/] note · [bold]k[/] skip · [bold]q[/] quit"
 )
 KEYS = {"y": "confirm", "d": "dismiss", "n": "note", "k": "skip", " ": "skip", "q": "quit"}
+DECISIVE_KEY = "!"  # before a label key: the curator says this one paper settles the claim
 
 
 @dataclass
@@ -104,11 +106,7 @@ def walk(
     summary = WalkSummary()
     for index, item in enumerate(queue, start=1):
         show(console, item, index, len(queue))
-        while True:
-            pressed = key()
-            if pressed.upper() in SHORT or KEYS.get(pressed):
-                break
-            console.print(HELP)
+        pressed, decisive = _decision_key(console, key)
         if KEYS.get(pressed) == "quit":
             summary.left = len(queue) - index + 1
             break
@@ -124,13 +122,29 @@ def walk(
             summary.dismissed += 1
         else:
             label = item.label if KEYS.get(pressed) == "confirm" else SHORT[pressed.upper()]
-            done = record(store, item.assessment_id, label=label)
+            done = record(store, item.assessment_id, label=label, decisive=decisive)
             if done.action == "confirm":
                 summary.confirmed += 1
             else:
                 summary.relabelled += 1
-        console.print(f"[green]{done.action}[/] {done.from_label} -> {done.label or 'dismissed'}")
+        decided = f"{done.action}{' (decisive)' if done.decisive else ''}"
+        console.print(f"[green]{decided}[/] {done.from_label} -> {done.label or 'dismissed'}")
     return summary
+
+
+def _decision_key(console: Console, key: Callable[[], str]) -> tuple[str, bool]:
+    """The next decision key, and whether `!` marked it decisive (only a label can be decisive)."""
+    decisive = False
+    while True:
+        pressed = key()
+        if pressed == DECISIVE_KEY:
+            decisive = True
+            console.print("decisive: [bold]y[/] confirm or [bold]s[/]/[bold]r[/]/[bold]o[/] relabel")
+            continue
+        labelled = pressed.upper() in SHORT or KEYS.get(pressed) == "confirm"
+        if labelled or KEYS.get(pressed):
+            return pressed, decisive and labelled
+        console.print(HELP)
 
 
 PROPOSAL_HELP = (

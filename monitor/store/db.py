@@ -72,6 +72,14 @@ def _v6_judge_failures(conn: Connection) -> None:
     JudgeFailure.__table__.create(conn, checkfirst=True)
 
 
+def _v7_decisive_reviews_and_verdict_details(conn: Connection) -> None:
+    # A curator may mark a decision decisive; a verdict row keeps what its readers print with it.
+    if "decisive" not in {c["name"] for c in inspect(conn).get_columns("reviews")}:
+        conn.execute(text("ALTER TABLE reviews ADD COLUMN decisive BOOLEAN NOT NULL DEFAULT FALSE"))
+    if "details" not in {c["name"] for c in inspect(conn).get_columns("verdicts")}:
+        conn.execute(text("ALTER TABLE verdicts ADD COLUMN details JSON"))
+
+
 # Append new migrations here; never edit or reorder one that has shipped.
 MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (1, _v1_create_all),
@@ -80,6 +88,7 @@ MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (4, _v4_reviews),
     (5, _v5_claim_rewordings),
     (6, _v6_judge_failures),
+    (7, _v7_decisive_reviews_and_verdict_details),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -293,6 +293,8 @@ class Review(Base):
     label: Mapped[str | None] = mapped_column(String(12))  # in force after; None: dismissed
     note: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    # The curator says this one paper settles the claim: their label weighs 1 (docs/verdicts.md).
+    decisive: Mapped[bool] = mapped_column(Boolean, default=False)
 
 
 class ClaimRewording(Base):
@@ -331,5 +333,8 @@ class Verdict(Base):
     as_of: Mapped[dt.date] = mapped_column(Date)  # evidence up to this date
     evidence: Mapped[list[Any]] = mapped_column(JSON, default=list)  # assessment ids that moved it
     summary: Mapped[str] = mapped_column(Text, default="")
+    # What every reader prints with it, computed once with the status: status_since, papers (arXiv
+    # refs behind the status) and the evidence summary (monitor/verdicts/rules.py EvidenceSummary).
+    details: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     run_id: Mapped[int | None] = mapped_column(Integer)
     computed_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)

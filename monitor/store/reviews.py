@@ -29,6 +29,7 @@ class Decision:
     from_label: str
     note: str
     decided_at: dt.datetime
+    decisive: bool = False  # the curator says this paper settles the claim: it weighs 1
 
 
 def decisions_in_force(
@@ -40,7 +41,9 @@ def decisions_in_force(
         query = query.where(Review.claim_id.in_(list(claim_ids)))
     out: dict[tuple[str, str], Decision] = {}
     for row in session.scalars(query):
-        decision = Decision(row.id, row.action, row.label, row.from_label, row.note, row.created_at)
+        decision = Decision(
+            row.id, row.action, row.label, row.from_label, row.note, row.created_at, bool(row.decisive)
+        )
         out[(row.claim_id, row.arxiv_id)] = decision
     return out
 
@@ -61,7 +64,13 @@ def history(session: Session, claim_id: str, arxiv_id: str) -> list[Review]:
 
 
 def add_review(
-    session: Session, assessment: Assessment, action: str, label: str | None, note: str, from_label: str
+    session: Session,
+    assessment: Assessment,
+    action: str,
+    label: str | None,
+    note: str,
+    from_label: str,
+    decisive: bool = False,
 ) -> Review:
     if action not in ACTIONS:
         raise ValueError(f"unknown review action {action!r}")
@@ -73,6 +82,7 @@ def add_review(
         from_label=from_label,
         label=label,
         note=note,
+        decisive=decisive,
     )
     session.add(row)
     session.flush()

@@ -8,7 +8,6 @@ current verdict is the row with the latest `as_of` (ties: the latest written).
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -16,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from sqlalchemy.orm import Session
 
 from monitor.config import Settings
-from monitor.store.claims import active_claims, anchor_refs_by_claim, line_spans, lines_by_claim
+from monitor.store.claims import active_claims, line_spans, lines_by_claim
 from monitor.store.db import Store
 from monitor.store.evidence import AssessmentRow, current_assessments
 from monitor.store.models import Claim, Verdict
@@ -31,12 +30,12 @@ from monitor.verdicts.rules import (
     UNTESTED,
     ClaimDate,
     EvidenceItem,
+    EvidenceSummary,
     Outcome,
     Thresholds,
     decide,
 )
-
-_VERSION_SUFFIX = re.compile(r"v\d+$")
+from monitor.verdicts.sources import source_reasons
 
 
 @dataclass
@@ -64,10 +63,11 @@ class CurrentVerdict:
     status: str
     as_of: dt.date | None
     summary: str
-    evidence: list[int] = field(default_factory=list)  # assessment ids behind the status
+    assessment_ids: list[int] = field(default_factory=list)  # the assessments behind the status
     changed_at: dt.date | None = None  # as_of of the row where the status last moved
-    status_since: dt.date | None = None  # publication date of the paper that moved it (with settings)
+    status_since: dt.date | None = None  # publication date of the paper that moved it
     papers: list[str] = field(default_factory=list)  # arXiv ids (with version) behind the status
+    evidence_summary: EvidenceSummary | None = None  # None: a row written before summaries were kept
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -81,7 +81,8 @@ class CurrentVerdict:
             "changed_at": self.changed_at.isoformat() if self.changed_at else None,
             "summary": self.summary,
             "evidence": self.papers,
-            "assessment_ids": self.evidence,
+            "assessment_ids": self.assessment_ids,
+            "evidence_summary": self.evidence_summary.as_dict() if self.evidence_summary else None,
         }
 
 
@@ -98,21 +99,14 @@ def claim_dates(session: Session, claims: list[Claim]) -> dict[str, ClaimDate]:
     return {c.id: claim_date(c, spans.get(c.id)) for c in claims}
 
 
-def anchor_ids_by_claim(session: Session) -> dict[str, set[str]]:
-    """Each claim's lines' anchor papers (without version suffix): the work the claim rests on."""
-    return {
-        claim_id: {_VERSION_SUFFIX.sub("", ref.removeprefix("arXiv:")) for ref in refs}
-        for claim_id, refs in anchor_refs_by_claim(session).items()
-    }
-
-
 def load_evidence(
     session: Session,
     settings: Settings,
     claim_ids: Iterable[str] | None = None,
     include_unrelated: bool = False,
 ) -> dict[str, list[EvidenceItem]]:
-    """Current assessments per claim as rule inputs, minus the claim's own anchors (if so configured).
+    """Current assessments per claim as rule inputs, each of the claim's own sources marked as such
+    (`sources.py`; unless `verdicts.exclude_anchors` is off).
 
     A curator's decision in force (`monitor review`) replaces the judge's label. UNRELATED ones never
     count, so they are left in the database unless asked for (`monitor show`) or a curator reviewed the
@@ -120,18 +114,23 @@ def load_evidence(
     """
     if claim_ids is not None:
         claim_ids = list(claim_ids)
-    anchors = anchor_ids_by_claim(session) if settings.verdicts.exclude_anchors else {}
     decisions = decisions_in_force(session, claim_ids)
-    out: dict[str, list[EvidenceItem]] = defaultdict(list)
+    items: list[tuple[str, EvidenceItem]] = []
     for row in current_assessments(session, claim_ids, include_unrelated):
-        if row.arxiv_id in anchors.get(row.claim_id, ()):
-            continue
         item = _evidence_item(row)
         decision = decisions.get((row.claim_id, row.arxiv_id))
         if decision is not None:
             item = with_decision(item, decision)
         if item.label != "UNRELATED" or include_unrelated:
-            out[row.claim_id].append(item)
+            items.append((row.claim_id, item))
+    sources: dict[tuple[str, str], str] = {}
+    if settings.verdicts.exclude_anchors:
+        related = [(c, i.arxiv_id, i.version, i.title) for c, i in items if i.label != "UNRELATED"]
+        sources = source_reasons(session, related)
+    out: dict[str, list[EvidenceItem]] = defaultdict(list)
+    for claim_id, item in items:
+        why = sources.get((claim_id, item.arxiv_id), "")
+        out[claim_id].append(replace(item, source=why) if why else item)
     return out
 
 
@@ -164,7 +163,7 @@ def with_decision(item: EvidenceItem, decision: Decision) -> EvidenceItem:
         return replace(item, review=DISMISSED)
     label = decision.label or item.label
     review = CONFIRMED if label == item.label else RELABELLED
-    return replace(item, label=label, review=review, model_label=item.label)
+    return replace(item, label=label, review=review, model_label=item.label, decisive=decision.decisive)
 
 
 def outcomes(
@@ -178,16 +177,27 @@ def outcomes(
 
 
 def summarise(outcome: Outcome) -> str:
-    """One line for the verdict table: which papers set the status, strongest first."""
+    """One line for the verdict table: which papers set the status, strongest first, then the claim's
+    evidence summary (the sentence `monitor show`, the digest and the JSON print too)."""
+    sentence = outcome.summary.sentence()
     if not outcome.movers:
-        return "no relevant evidence yet"
+        return sentence
     shown = ", ".join(
         f"{m.ref} {m.label} {m.confidence:.2f}{'' if m.grounded else ' (ungrounded)'}"
         for m in outcome.movers[:3]
     )
     more = f" and {len(outcome.movers) - 3} more" if len(outcome.movers) > 3 else ""
     review = f"; {len(outcome.for_review)} labels for review" if outcome.for_review else ""
-    return f"{shown}{more}{review}"
+    return f"{shown}{more}{review}; {sentence}"
+
+
+def verdict_details(outcome: Outcome) -> dict[str, object]:
+    """What a verdict row keeps beside its status, so every reader prints one computation."""
+    return {
+        "status_since": outcome.last_changed.isoformat() if outcome.last_changed else None,
+        "papers": [m.ref for m in outcome.movers],
+        "evidence": outcome.summary.as_dict(),
+    }
 
 
 def compute_verdicts(
@@ -207,8 +217,9 @@ def compute_verdicts(
             outcome = results[claim.id]
             tally[outcome.status] += 1
             prior = latest_verdict(s, claim.id, day)
+            details = verdict_details(outcome)
             unchanged = prior is not None and prior.status == outcome.status
-            if unchanged and sorted(prior.evidence) == outcome.mover_ids:
+            if unchanged and sorted(prior.evidence) == outcome.mover_ids and prior.details == details:
                 continue
             previous = prior.status if prior is not None else None
             row = Verdict(
@@ -219,6 +230,7 @@ def compute_verdicts(
                 as_of=day,
                 evidence=outcome.mover_ids,
                 summary=summarise(outcome),
+                details=details,
                 run_id=run.id if run else None,
             )
             s.add(row)
@@ -249,26 +261,25 @@ def compute_verdicts(
     return changes
 
 
-def current_verdicts(
-    store: Store, line_id: str | None = None, settings: Settings | None = None
-) -> list[CurrentVerdict]:
-    """The verdict table: every active claim (optionally of one line) with its current verdict.
+def current_verdicts(store: Store, line_id: str | None = None) -> list[CurrentVerdict]:
+    """The verdict table: every active claim (optionally of one line) with its current verdict row.
 
-    With `settings`, each row also says since when its status holds (the publication date of the
-    paper that moved it) and which papers it rests on, from the evidence as it stands now.
+    Everything a row says (status, since when, the papers behind it, the evidence summary) comes from
+    the one stored computation, so a table never pairs a status with papers from another run.
     """
     with store.session() as s:
         lines = lines_by_claim(s)
         table: list[CurrentVerdict] = []
-        claims = active_claims(s)
-        now = outcomes(s, settings, None, claims) if settings is not None else {}
-        for claim in claims:
+        for claim in active_claims(s):
             claim_lines = lines.get(claim.id, [])
             if line_id is not None and line_id not in claim_lines:
                 continue
             history = verdict_history(s, claim.id)
             current = history[-1] if history else None
             moved = [v for v in history if v.changed]
+            details = (current.details if current else None) or {}
+            since = details.get("status_since")
+            summary = details.get("evidence")
             table.append(
                 CurrentVerdict(
                     claim_id=claim.id,
@@ -278,13 +289,13 @@ def current_verdicts(
                     status=current.status if current else UNTESTED,
                     as_of=current.as_of if current else None,
                     summary=current.summary if current else "not computed yet",
-                    evidence=list(current.evidence) if current else [],
+                    assessment_ids=list(current.evidence) if current else [],
                     changed_at=moved[-1].as_of if moved else None,
+                    status_since=dt.date.fromisoformat(since) if since else None,
+                    papers=list(details.get("papers") or []),
+                    evidence_summary=EvidenceSummary.from_dict(summary) if summary else None,
                 )
             )
-            if claim.id in now:
-                table[-1].status_since = now[claim.id].last_changed
-                table[-1].papers = [m.ref for m in now[claim.id].movers]
     order = {status: i for i, status in enumerate(STATUSES)}
     table.sort(key=lambda v: (order.get(v.status, 99), v.lines[:1], v.claim_id))
     return table

@@ -6,15 +6,18 @@ order (docs/verdicts.md explains them for users, with worked examples):
 1. Evidence counts only if its paper is newer than the claim (`evidence_cutoff`), was published on or
    before `as_of`, is not UNRELATED, is *grounded* (its quote is a real span of the abstract), has
    confidence >= min_confidence, and states a stance (an abstained "related, stance unclear" pair is for
-   review and counts for nothing). A curator's decision (`monitor review`) overrides the judge's: a
-   dismissed pair counts for nothing, a confirmed or relabelled one counts with its human label at
-   full weight. Labels from a judge in `confirm_judges` (default: the embedded one) wait for a
-   curator's confirmation before they move a verdict.
+   review and counts for nothing), and is not one of the claim's own sources (`sources.py`: the work
+   a claim rests on is shown as its source, never as new evidence). A curator's decision (`monitor
+   review`) overrides the judge's: a dismissed pair counts for nothing, a confirmed or relabelled one
+   counts with its human label (weight below). Labels from a judge in `confirm_judges` (default: the
+   embedded one) wait for a curator's confirmation before they move a verdict.
 2. Each counted label has a *weight*: its confidence, capped at the precision measured for its judge
    and label (`monitor eval`), since a judge's self-reported confidence can run ahead of how often it
    is right. A side's *strength* is the chance that at least one of its distinct papers is right,
    1 - prod(1 - w) over papers (a paper's best weight, once), so a verdict moves on several papers or
-   one strong one, never on one weak label.
+   one strong one, never on one weak label. A curator's confirmed or relabelled label weighs
+   `CURATOR_WEIGHT` (or its judge's weight, if higher): one keypress never settles a claim alone. Only
+   a decision marked *decisive* (`monitor review set ID --label S --decisive`) weighs 1.
 3. CONTESTED: OVERTURNS and SUPPORTS are both at least `move` strong.
 4. OVERTURNED: OVERTURNS at least `overturn` strong.
 5. PERISHABLE: RELAXES and OVERTURNS together at least `move` strong.
@@ -26,8 +29,9 @@ from __future__ import annotations
 
 import calendar
 import datetime as dt
+from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 DURABLE = "DURABLE"
 PERISHABLE = "PERISHABLE"
@@ -38,6 +42,20 @@ UNTESTED = "UNTESTED"
 STATUSES = (OVERTURNED, CONTESTED, PERISHABLE, DURABLE, UNTESTED)
 STANCES = ("SUPPORTS", "RELAXES", "OVERTURNS")
 CONFIRMED, RELABELLED, DISMISSED = "confirmed", "relabelled", "dismissed"
+# A curator's label that is not marked decisive: below `move` alone, so one confirmation moves no
+# verdict, while two confirmed papers (1 - 0.3^2 = 0.91) settle DURABLE, PERISHABLE or OVERTURNED.
+CURATOR_WEIGHT = 0.7
+
+# How each assessment stands toward the claim's verdict (`standing`): the one definition every reader
+# (verdict table, `monitor show`, digest, feed) uses.
+COUNTS = "counts"  # moves the verdict
+WAITS = "waits"  # a stance from a judge in `confirm_judges`: waits for a curator's confirmation
+WITHHELD = "withheld"  # related, but its stance is not trusted: stance unclear, ungrounded, too unsure
+SOURCE = "source"  # the claim's own source paper: shown as such, never evidence about it
+OUT = "out"  # bears on nothing: unrelated, dismissed, older than the claim or newer than `as_of`
+WHY_UNCLEAR = "related, stance unclear: for review"
+WHY_UNGROUNDED = "ungrounded: its quote is not a real span of the abstract"
+WHY_WAITS = "for review: waits for a curator's confirmation (`monitor review`)"
 
 LOCAL_JUDGE = "local"
 # How strongly a label bears against a claim; used to rank "the strongest" piece of work.
@@ -64,6 +82,8 @@ class EvidenceItem:
     abstained: bool = False  # "related, stance unclear": for review, never counted
     review: str = ""  # a curator's decision in force: "" | confirmed | relabelled | dismissed
     model_label: str = ""  # the judge's own label, where a curator relabelled it
+    decisive: bool = False  # the curator marked their decision decisive: it weighs 1
+    source: str = ""  # why the paper is one of the claim's own sources ("" when it is not)
 
     @property
     def reviewed(self) -> bool:
@@ -113,12 +133,20 @@ class Thresholds:
     def weight(self, item: EvidenceItem) -> float:
         """Rule 2: an item's confidence, capped at its judge's measured precision for its label.
 
-        A curator's label weighs 1: they read the paper.
+        A curator's label weighs `CURATOR_WEIGHT`, or what the judge's same label weighs if that is
+        more (a confirmation never weakens a label); 1 only when they marked it decisive.
         """
-        if item.reviewed:
+        if item.reviewed and item.decisive:
             return 1.0
-        cap = self.precision.get(item.judge, {}).get(item.label, UNKNOWN_JUDGE_PRECISION)
-        return min(item.confidence, cap)
+        judged = min(item.confidence, self._cap(item.judge, item.model_label or item.label))
+        if item.review == RELABELLED:
+            return CURATOR_WEIGHT  # the judge's weight was for another label
+        if item.review == CONFIRMED:
+            return max(CURATOR_WEIGHT, judged)
+        return judged
+
+    def _cap(self, judge: str, label: str) -> float:
+        return self.precision.get(judge, {}).get(label, UNKNOWN_JUDGE_PRECISION)
 
     def held(self, item: EvidenceItem) -> bool:
         """A stance that waits for a curator's confirmation before it moves a verdict."""
@@ -145,6 +173,116 @@ class ClaimDate:
     approximate: bool = False
 
 
+@dataclass(frozen=True)
+class EvidenceSummary:
+    """How a claim's evidence stands at one date, in distinct papers: the one account of it that the
+    verdict table, `monitor verdicts --json`, `monitor show`, the digest and the feed all print."""
+
+    counted: dict[str, int] = field(default_factory=dict)  # per label, papers that move the verdict
+    waiting: int = 0  # stances that wait for a curator's confirmation (`confirm_judges`)
+    withheld: dict[str, int] = field(default_factory=dict)  # stance unclear | ungrounded | too unsure
+    sources: int = 0  # the claim's own source papers: shown, never counted
+
+    @property
+    def related(self) -> int:
+        return sum(self.counted.values()) + self.waiting + sum(self.withheld.values()) + self.sources
+
+    def sentence(self) -> str:
+        """One sentence, the same wherever the claim is shown."""
+        if not self.related:
+            return "no relevant paper found yet"
+        total = sum(self.counted.values())
+        labels = ", ".join(f"{n} {label}" for label, n in self.counted.items() if n)
+        counting = f"{_papers(total)} count{'s' if total == 1 else ''} ({labels})"
+        parts = [counting if total else "no paper counts yet"]
+        if self.waiting:
+            parts.append(f"{_papers(self.waiting)} wait{'s' if self.waiting == 1 else ''} for a curator")
+        if self.withheld:
+            why = ", ".join(f"{n} {reason}" for reason, n in self.withheld.items())
+            parts.append(f"{_papers(sum(self.withheld.values()))} withheld ({why})")
+        if self.sources:
+            own = "is the claim's own source" if self.sources == 1 else "are the claim's own sources"
+            parts.append(f"{_papers(self.sources)} {own}")
+        return "; ".join(parts)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "counted": dict(self.counted),
+            "waiting": self.waiting,
+            "withheld": dict(self.withheld),
+            "sources": self.sources,
+            "sentence": self.sentence(),
+        }
+
+    @classmethod
+    def total(cls, summaries: list[EvidenceSummary]) -> EvidenceSummary:
+        """Summed over claims: (claim, paper) pairs, as a digest's or a feed entry's totals."""
+        counted: Counter[str] = Counter()
+        withheld: Counter[str] = Counter()
+        for one in summaries:
+            counted.update(one.counted)
+            withheld.update(one.withheld)
+        return cls(
+            {label: counted[label] for label in STANCES if counted[label]},
+            sum(one.waiting for one in summaries),
+            _in_order(withheld),
+            sum(one.sources for one in summaries),
+        )
+
+    def totals_sentence(self) -> str:
+        """The totals over claims in words: pairs of a claim and a paper, since a paper may bear on two."""
+        if not self.related:
+            return "No claim has a relevant paper yet"
+        withheld = sum(self.withheld.values())
+        parts = [
+            f"{sum(self.counted.values())} count",
+            f"{self.waiting} wait for a curator",
+            f"{withheld} withheld"
+            + (f" ({', '.join(f'{n} {w}' for w, n in self.withheld.items())})" if withheld else ""),
+            f"{self.sources} are a claim's own source",
+        ]
+        return "Claim-paper pairs to date: " + "; ".join(parts)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> EvidenceSummary:
+        return cls(
+            counted=dict(data.get("counted") or {}),  # type: ignore[call-overload]
+            waiting=int(data.get("waiting") or 0),  # type: ignore[call-overload]
+            withheld=dict(data.get("withheld") or {}),  # type: ignore[call-overload]
+            sources=int(data.get("sources") or 0),  # type: ignore[call-overload]
+        )
+
+
+def _papers(n: int) -> str:
+    return f"{n} paper{'' if n == 1 else 's'}"
+
+
+_WITHHELD_AS = {WHY_UNCLEAR: "stance unclear", WHY_UNGROUNDED: "ungrounded"}
+_WITHHELD_ORDER = ("stance unclear", "ungrounded", "too unsure")
+
+
+def _in_order(withheld: Mapping[str, int]) -> dict[str, int]:
+    return {why: withheld[why] for why in _WITHHELD_ORDER if withheld.get(why)}
+
+
+def summarise_evidence(standings: list[tuple[EvidenceItem, str, str]]) -> EvidenceSummary:
+    """Count distinct papers per standing (a paper judged twice, or by two judges, is one paper, in
+    its best standing)."""
+    rank = (COUNTS, WAITS, WITHHELD, SOURCE)
+    best: dict[str, tuple[int, str]] = {}  # paper -> (its best standing, the label or why withheld)
+    for item, kind, why in standings:
+        if kind not in rank:
+            continue
+        detail = item.label if kind == COUNTS else _WITHHELD_AS.get(why, "too unsure")
+        if item.arxiv_id not in best or rank.index(kind) < best[item.arxiv_id][0]:
+            best[item.arxiv_id] = (rank.index(kind), detail)
+    tally: dict[str, Counter[str]] = {kind: Counter() for kind in rank}
+    for index, detail in best.values():
+        tally[rank[index]][detail] += 1
+    counted = {label: tally[COUNTS][label] for label in STANCES if tally[COUNTS][label]}
+    return EvidenceSummary(counted, tally[WAITS].total(), _in_order(tally[WITHHELD]), tally[SOURCE].total())
+
+
 @dataclass
 class Outcome:
     """A claim's verdict at one date, with the papers behind it."""
@@ -158,10 +296,33 @@ class Outcome:
     counted: list[EvidenceItem] = field(default_factory=list)  # every item that passed rule 1
     strength: dict[str, float] = field(default_factory=dict)  # per side (SUPPORTS, AGAINST, OVERTURNS)
     last_changed: dt.date | None = None  # when the status last moved (None: never left UNTESTED)
+    sources: list[EvidenceItem] = field(default_factory=list)  # the claim's own sources: never counted
+    withheld: list[EvidenceItem] = field(default_factory=list)  # related, stance not trusted
+    summary: EvidenceSummary = field(default_factory=EvidenceSummary)
 
     @property
     def mover_ids(self) -> list[int]:
         return sorted(item.assessment_id for item in self.movers)
+
+    @property
+    def moving(self) -> list[EvidenceItem]:
+        """What counts toward the verdict now: passed rule 1 and waits for no curator."""
+        return [i for i in self.counted if i not in self.held]
+
+
+def counting_between(
+    outcome: Outcome, start: dt.date, end: dt.date, labels: tuple[str, ...] = STANCES
+) -> list[EvidenceItem]:
+    """The evidence that counts for a claim (standing COUNTS: not waiting for a curator, not withheld,
+    not one of its sources) with one of `labels`, whose version appeared in [start, end], strongest
+    first. For a digest period: `counting_between(now, period.start, period.end, ("RELAXES", "OVERTURNS"))`
+    with `now` the claim's outcome at the period's end."""
+    chosen = [
+        i
+        for i in outcome.moving
+        if i.label in labels and i.appeared is not None and start <= i.appeared <= end
+    ]
+    return _strongest_first(chosen)
 
 
 def evidence_cutoff(date: ClaimDate) -> dt.date | None:
@@ -180,15 +341,39 @@ def evidence_cutoff(date: ClaimDate) -> dt.date | None:
     return date.start
 
 
-def counts(item: EvidenceItem, cutoff: dt.date | None, as_of: dt.date | None, th: Thresholds) -> bool:
-    """Rule 1: whether one assessment bears on the claim's verdict at all."""
-    if item.label not in STANCES or item.review == DISMISSED:
-        return False
-    if not item.reviewed and (item.abstained or not item.grounded or item.confidence < th.min_confidence):
-        return False
+def standing(
+    item: EvidenceItem, cutoff: dt.date | None, as_of: dt.date | None, th: Thresholds
+) -> tuple[str, str]:
+    """Rule 1 for one assessment: how it stands (COUNTS, WAITS, WITHHELD, SOURCE, OUT) and why."""
+    if item.review == DISMISSED:
+        return OUT, "dismissed by a curator"
+    if item.label not in STANCES:
+        return OUT, "unrelated"
+    if as_of is not None and item.published is not None and item.published > as_of:
+        return OUT, f"published after {as_of}"
+    if item.source:
+        return SOURCE, f"the claim's own source ({item.source}), not evidence about it"
     if cutoff is not None and (item.published is None or item.published <= cutoff):
-        return False
-    return not (as_of is not None and item.published is not None and item.published > as_of)
+        return OUT, f"not newer than the claim (published {item.published}, cutoff {cutoff})"
+    return (COUNTS, "") if item.reviewed else _judged(item, th)
+
+
+def _judged(item: EvidenceItem, th: Thresholds) -> tuple[str, str]:
+    """A judge's stance nobody reviewed, on a paper newer than the claim: trusted or not yet."""
+    if item.abstained:
+        return WITHHELD, WHY_UNCLEAR
+    if not item.grounded:
+        return WITHHELD, WHY_UNGROUNDED
+    if item.confidence < th.min_confidence:
+        return WITHHELD, f"below min_confidence {th.min_confidence}"
+    if th.held(item):
+        return WAITS, WHY_WAITS
+    return COUNTS, ""
+
+
+def counts(item: EvidenceItem, cutoff: dt.date | None, as_of: dt.date | None, th: Thresholds) -> bool:
+    """Rule 1: whether one assessment passes into the rules (it moves the verdict or waits to)."""
+    return standing(item, cutoff, as_of, th)[0] in (COUNTS, WAITS)
 
 
 def side_strength(items: list[EvidenceItem], labels: tuple[str, ...], th: Thresholds) -> float:
@@ -240,15 +425,17 @@ def decide(
 ) -> Outcome:
     """A claim's full outcome at `as_of` (None: everything known) from its current assessments."""
     cutoff = evidence_cutoff(date)
-    counted = [i for i in items if counts(i, cutoff, as_of, th)]
+    standings = [(i, *standing(i, cutoff, as_of, th)) for i in items]
+    counted = [i for i, kind, _ in standings if kind in (COUNTS, WAITS)]
+    withheld = [i for i, kind, _ in standings if kind == WITHHELD]
     status, movers = classify(counted, th)
     held = [i for i in counted if th.held(i)]
-    moving = [i for i in counted if i not in held]  # what moves verdicts: not what waits for a curator
+    moving = [i for i in counted if i not in held]  # = Outcome.moving: not what waits for a curator
     settled = status in (OVERTURNED, CONTESTED)
     for_review = [
         i for i in counted if i in held or (i.label == "OVERTURNS" and not settled and not i.reviewed)
     ]
-    unclear = [i for i in items if i.abstained and counts(replace(i, abstained=False), cutoff, as_of, th)]
+    unclear = [i for i in withheld if i.abstained]
     return Outcome(
         status=status,
         movers=movers,
@@ -259,6 +446,9 @@ def decide(
         counted=counted,
         strength=strengths(moving, th),
         last_changed=_last_changed(counted, th),
+        sources=_strongest_first([i for i, kind, _ in standings if kind == SOURCE]),
+        withheld=_strongest_first(withheld),
+        summary=summarise_evidence(standings),
     )
 
 

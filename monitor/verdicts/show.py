@@ -18,13 +18,17 @@ from monitor.store.models import Claim
 from monitor.store.verdicts import verdict_history
 from monitor.verdicts.rollup import CurrentVerdict, claim_dates, load_evidence
 from monitor.verdicts.rules import (
-    DISMISSED,
+    COUNTS,
+    SOURCE,
+    WAITS,
+    WITHHELD,
     EvidenceItem,
+    EvidenceSummary,
     Outcome,
     Thresholds,
-    counts,
     decide,
     evidence_cutoff,
+    standing,
 )
 
 STYLE = {
@@ -38,11 +42,23 @@ STYLE = {
 
 @dataclass
 class EvidenceLine:
-    """One current assessment of the claim and whether (or why not) it counts."""
+    """One current assessment of the claim, how it stands (rules.standing) and why."""
 
     item: EvidenceItem
-    counted: bool
+    standing: str  # COUNTS | WAITS | WITHHELD | SOURCE | OUT
     note: str
+
+    @property
+    def counted(self) -> bool:
+        """It moves the verdict."""
+        return self.standing == COUNTS
+
+    @property
+    def shown(self) -> str:
+        """The `counts` column: yes, no, or what the item is instead."""
+        return {COUNTS: "yes", WAITS: "waits", WITHHELD: "withheld", SOURCE: "source"}.get(
+            self.standing, "no"
+        )
 
 
 @dataclass
@@ -67,34 +83,18 @@ class ClaimDetail:
     evidence: list[EvidenceLine] = field(default_factory=list)
     history: list[HistoryLine] = field(default_factory=list)
     for_review: int = 0
+    summary: EvidenceSummary = field(default_factory=EvidenceSummary)
 
 
-def _note(item: EvidenceItem, outcome: Outcome, th: Thresholds) -> str:
+def _note(item: EvidenceItem, outcome: Outcome) -> str:
     """Why a counted item deserves a look, or who decided it."""
     if item.reviewed:
         said = f" (the judge said {item.model_label})" if item.model_label != item.label else ""
-        return f"{item.review} by a curator{said}"
-    if th.held(item):
-        return "for review: waits for a curator's confirmation (`monitor review`)"
+        decisive = ", decisive" if item.decisive else ""
+        return f"{item.review} by a curator{decisive}{said}"
     if item in outcome.for_review:
         return "for review: not strong enough to overturn"
     return ""
-
-
-def _why_not(item: EvidenceItem, cutoff: dt.date | None, th: Thresholds) -> str:
-    if item.review == DISMISSED:
-        return "dismissed by a curator"
-    if item.label == "UNRELATED":
-        return "unrelated"
-    if item.abstained:
-        return "related, stance unclear: for review"
-    if not item.grounded:
-        return "ungrounded: its quote is not a real span of the abstract"
-    if item.confidence < th.min_confidence:
-        return f"below min_confidence {th.min_confidence}"
-    if cutoff is not None and (item.published is None or item.published <= cutoff):
-        return f"not newer than the claim (published {item.published}, cutoff {cutoff})"
-    return "not counted"
 
 
 def claim_detail(store: Store, settings: Settings, claim_id: str) -> ClaimDetail:
@@ -117,8 +117,11 @@ def claim_detail(store: Store, settings: Settings, claim_id: str) -> ClaimDetail
         date = claim_dates(s, [claim])[claim.id]
         cutoff = evidence_cutoff(date)
         items = load_evidence(s, settings, [claim.id], include_unrelated=True).get(claim.id, [])
-        outcome = decide(items, th, date)
-        history = [HistoryLine(v.as_of, v.status, v.changed, v.summary) for v in verdict_history(s, claim.id)]
+        rows = verdict_history(s, claim.id)
+        # As of the current verdict's date: the evidence the verdict table summarises, no other.
+        as_of = rows[-1].as_of if rows else None
+        outcome = decide(items, th, date, as_of)
+        history = [HistoryLine(v.as_of, v.status, v.changed, v.summary) for v in rows]
         detail = ClaimDetail(
             id=claim.id,
             text=claim.text,
@@ -129,12 +132,11 @@ def claim_detail(store: Store, settings: Settings, claim_id: str) -> ClaimDetail
             status=history[-1].status if history else outcome.status,
             history=history,
             for_review=len(outcome.for_review),
+            summary=outcome.summary,
         )
     for item in sorted(items, key=lambda i: i.published or dt.date.min, reverse=True):
-        ok = counts(item, cutoff, None, th)
-        detail.evidence.append(
-            EvidenceLine(item, ok, _note(item, outcome, th) if ok else _why_not(item, cutoff, th))
-        )
+        kind, why = standing(item, cutoff, as_of, th)
+        detail.evidence.append(EvidenceLine(item, kind, _note(item, outcome) if kind == COUNTS else why))
     return detail
 
 
@@ -148,6 +150,7 @@ def print_claim(console: Console, d: ClaimDetail) -> None:
     console.print(f"date: {escape(d.date_text or 'undated')}  (counts {cutoff})")
     for line_id, question in d.lines:
         console.print(f"line {escape(line_id)}: {escape(question)}", soft_wrap=True)
+    console.print(f"evidence: {escape(d.summary.sentence())}", soft_wrap=True)
     relevant = [e for e in d.evidence if e.item.label != "UNRELATED"]
     unrelated = len(d.evidence) - len(relevant)
     if relevant:
@@ -163,7 +166,7 @@ def print_claim(console: Console, d: ClaimDetail) -> None:
                 e.item.label,
                 f"{e.item.confidence:.2f}",
                 e.item.judge,
-                "yes" if e.counted else "no",
+                e.shown,
                 escape(
                     "\n".join(part for part in (e.item.evidence and f"“{e.item.evidence}”", e.note) if part)
                 ),
