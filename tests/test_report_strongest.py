@@ -210,7 +210,13 @@ def test_a_curators_decision_turns_a_candidate_into_a_finding_or_removes_it(stor
     record(store, held, label="OVERTURNS")
     record(store, withheld, dismiss=True)
     rl = _line(gather_digest(store, Settings(), MARCH), "rl").strongest
-    assert [(x.item.arxiv_id, x.weight, x.judged_as) for x in rl.findings] == [
-        ("2603.00002", 1.0, "OVERTURNS, confirmed by a curator")
+    # A plain confirmation weighs the curator's weight (below what moves a verdict alone) ...
+    assert [(x.item.arxiv_id, x.judged_as) for x in rl.findings] == [
+        ("2603.00002", "OVERTURNS, confirmed by a curator")
     ]
+    assert 0.7 <= rl.findings[0].weight < 0.8
+    # ... and a decisive one weighs 1.
+    record(store, held, label="OVERTURNS", decisive=True)
+    rl = _line(gather_digest(store, Settings(), MARCH), "rl").strongest
+    assert [(x.item.arxiv_id, x.weight) for x in rl.findings] == [("2603.00002", 1.0)]
     assert rl.candidates == []

@@ -42,8 +42,9 @@ from monitor.store.lines import active_lines, ungrounded_anchors
 from monitor.store.models import Anchor, Claim, Line
 from monitor.store.papers import abstracts_of, count_first_seen, count_published
 from monitor.store.runs import RunRecord
-from monitor.verdicts.rollup import anchor_ids_by_claim, outcomes
+from monitor.verdicts.rollup import outcomes
 from monitor.verdicts.rules import LOCAL_JUDGE, STATUSES, EvidenceItem, EvidenceSummary, Outcome
+from monitor.verdicts.sources import anchor_ids_by_claim
 
 OTHER_LINE_ID = "_other"
 # A later sentence of the abstract is quoted instead of the first (most often background) when it
@@ -62,7 +63,7 @@ def _claim_view(
     appeared = [i for i in [*now.counted, *now.unclear] if period.contains(i.appeared)]
     # The claim's own sources (its lines' anchors) are not news about it, whatever the settings say.
     triage = sorted(
-        {i for i in appeared if _triaged(i, now) and i.arxiv_id not in sources},
+        {i for i in appeared if _triaged(i, now) and not i.source and i.arxiv_id not in sources},
         key=lambda i: (-i.confidence, i.arxiv_id),
     )
     new = [EvidenceView(i, i in now.for_review, unconfirmed=i in now.held) for i in now.counted]
