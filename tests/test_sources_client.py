@@ -6,7 +6,7 @@ import pytest
 from arxiv_replay import ArxivReplay, Fault
 
 from monitor.errors import SourceError
-from monitor.sources.client import PoliteSession, parse_retry_after, require_well_formed_xml
+from monitor.sources.client import PoliteSession, parse_retry_after, require_atom_feed
 
 FEED = "/atom/cs.AI"
 GOOD = b"<?xml version='1.0'?><feed xmlns='http://www.w3.org/2005/Atom'><title>t</title></feed>"
@@ -86,7 +86,7 @@ def test_http_400_error_feed_is_not_retried_and_says_why(server: ArxivReplay) ->
 
 def test_malformed_xml_is_retried_when_validated(server: ArxivReplay) -> None:
     server.faults.append(Fault(body=b"<feed><entry>cut off", path=FEED))
-    client = session(delay=0.01, validate=require_well_formed_xml)
+    client = session(delay=0.01, validate=require_atom_feed)
     assert client.get(server.url + FEED).content == GOOD
     assert len(server.log) == 2
 

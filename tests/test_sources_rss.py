@@ -124,10 +124,24 @@ def test_empty_feed_warns_only_on_announcement_days(
     store.close()
 
 
-def test_html_error_page_is_a_source_error_and_stores_nothing(sqlite_url: str, server: ArxivReplay) -> None:
-    server.feeds["/atom/cs.AI"] = b"<html><body><h1>Service unavailable</h1><p>Try later"
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        (b"<html><body><h1>Service unavailable</h1><p>Try later", "not an arXiv answer: an HTML page"),
+        # well-formed, so feedparser reports no error, just no entries: it read as an empty feed
+        (
+            b"<!DOCTYPE html><html><head><title>Network login</title></head><body><p>Sign in</p></body></html>",
+            "not an arXiv answer: an HTML page titled 'Network login'",
+        ),
+        (b"<?xml version='1.0'?><error><p>quota</p></error>", "neither an Atom nor an RSS feed"),
+    ],
+)
+def test_a_page_that_is_not_a_feed_is_a_source_error_and_stores_nothing(
+    sqlite_url: str, server: ArxivReplay, body: bytes, says: str
+) -> None:
+    server.feeds["/atom/cs.AI"] = body
     store = open_store(sqlite_url)
-    with pytest.raises(SourceError, match="not a feed"):
+    with pytest.raises(SourceError, match=says):
         fetch(store, replay_settings(server, sqlite_url, categories=["cs.AI"]), "rss")
     assert papers(store) == 0 and get_mark(store, "rss", "cs.AI") is None
     store.close()
