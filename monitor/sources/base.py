@@ -117,8 +117,9 @@ class Source:
 
 
 def clean_text(text: str | None) -> str:
-    """Collapse the line breaks and runs of spaces arXiv puts in titles and abstracts."""
-    return " ".join((text or "").split())
+    """Collapse the line breaks and runs of spaces arXiv puts in titles and abstracts; control
+    characters go first, so removing one leaves no double space."""
+    return " ".join(printable(text or "").split())
 
 
 def to_naive_utc(value: dt.datetime | None) -> dt.datetime | None:
