@@ -48,7 +48,7 @@ MAX_BACKOFF_SECONDS = 300.0
 
 
 CONNECT_TIMEOUT_SECONDS = 10.0  # a TCP connect slower than this is a dead route, not a slow arXiv
-CONNECT_TRIES = 2  # the first failed connection plus one more try
+CONNECT_TRIES = 2  # the first failed connection plus one more try (none with max_retries = 0)
 _ATOM_FEED = "{http://www.w3.org/2005/Atom}feed"
 _HTML_TITLE = re.compile(rb"<title[^>]*>(.*?)</title", re.I | re.S)
 
@@ -164,7 +164,7 @@ class PoliteSession(requests.Session):
         if reason is None:
             return 0
         host = urlsplit(shown).netloc or shown
-        if before + 1 >= CONNECT_TRIES:
+        if before + 1 >= min(CONNECT_TRIES, self.max_retries + 1):
             raise SourceError(
                 f"no network, or arXiv unreachable: cannot connect to {host} ({reason}; "
                 f"{before + 1} tries); try again when the machine is online"

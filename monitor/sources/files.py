@@ -139,9 +139,9 @@ def _cleaned_fields(data: dict[str, Any]) -> list[str]:
     for name in ("title", "abstract", "authors", "comment", "journal_ref", "doi"):
         value = data.get(name)
         texts = value if isinstance(value, list) else [value]
-        what = {unprintable(t) for t in texts if isinstance(t, str)} - {None}
+        what = sorted({w for t in texts if isinstance(t, str) and (w := unprintable(t))})
         if what:
-            found.append(f"{name} ({', '.join(sorted(w for w in what if w))})")
+            found.append(f"{name} ({', '.join(what)})")
     return found
 
 
