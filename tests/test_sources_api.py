@@ -11,6 +11,7 @@ import datetime as dt
 import functools
 import json
 import math
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -228,3 +229,48 @@ def test_recorded_search_pages_replay_through_the_unchanged_package(tmp_path: Pa
         assert len(results) == 20 and len({r.entry_id for r in results}) == 20
         assert [r.query["start"] for r in server.log] == ["0", "10"]
         assert session.stats.requests == 2
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        # well-formed, so it used to parse as a feed with no entries: "0 results", exit 0
+        (
+            b"<!DOCTYPE html><html><head><title>arXiv is down for maintenance</title></head>"
+            b"<body><p>Back soon.</p></body></html>",
+            "an HTML page titled 'arXiv is down for maintenance'",
+        ),
+        (b"<html><body><h1>502 Bad Gateway</h1>", "an HTML page"),
+        (b"<?xml version='1.0'?><status>ok</status>", "XML whose root element is <status>, not an Atom feed"),
+    ],
+)
+def test_a_200_answer_that_is_not_an_atom_feed_is_a_source_error_not_zero_results(
+    db_url: str, server: ArxivReplay, body: bytes, says: str
+) -> None:
+    settings = replay_settings(server, db_url, categories=CATS)
+    store = open_store(db_url)
+    server.faults.append(Fault(path="/api", body=body))
+    with pytest.raises(SourceError, match=f"not an arXiv answer: {re.escape(says)}") as raised:
+        fetch(store, settings, "api", since=WEEK[0], until=WEEK[1])
+    assert raised.value.exit_code == 5
+    assert len(server.api_requests()) == 1  # a page from someone else: asking again will not help
+    assert count(store, Paper) == 0 and count(store, FetchMark) == 0
+    store.close()
+
+
+def test_control_characters_in_api_text_never_reach_the_store(db_url: str, server: ArxivReplay) -> None:
+    # C1 controls are legal in XML 1.0: CSI (U+009B) clears a terminal, OSC (U+009D) 8 makes a link.
+    row = server.rows[0]
+    row.title = "Scaling \x9b2J laws\x7f"
+    row.abstract = "See \x9d8;;https://evil.example\x9cthis link\x9d8;;\x9c."
+    row.authors = ["Ada \x9b31mLovelace"]
+    settings = replay_settings(server, db_url, categories=CATS)
+    store = open_store(db_url)
+    fetch(store, settings, "api", since=WEEK[0], until=WEEK[1])
+    with store.session() as s:
+        paper = s.get(Paper, row.arxiv_id)
+        version = s.scalars(select(PaperVersion).where(PaperVersion.arxiv_id == row.arxiv_id)).one()
+    assert paper.title == version.title == "Scaling 2J laws"
+    assert paper.abstract == version.abstract == "See 8;;https://evil.examplethis link8;;."
+    assert paper.authors == ["Ada 31mLovelace"]
+    store.close()

@@ -5,20 +5,25 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import pytest
 from arxiv_replay import ArxivReplay, rows_from_corpus
 from sqlalchemy import select
 
+from monitor.errors import ConfigError
 from monitor.store import open_store
+from monitor.store.db import make_engine
 from monitor.store.models import Anchor, Line
 from monitor.store.records import Run
 
 
 def monitor(
-    tmp_path: Path, db: str, *args: str, env: dict[str, str] | None = None
+    tmp_path: Path, db: str, *args: str, env: dict[str, str] | None = None, timeout: float = 180
 ) -> subprocess.CompletedProcess:
     full_env = {**os.environ, "MONITOR_ARXIV_MIN_DELAY": "0", **(env or {})}
     return subprocess.run(
@@ -27,7 +32,7 @@ def monitor(
         text=True,
         cwd=tmp_path,
         env=full_env,
-        timeout=180,
+        timeout=timeout,
     )
 
 
@@ -61,20 +66,41 @@ def test_fetch_api_records_a_run_with_its_counts(tmp_path: Path, shared: Path) -
     store.close()
 
 
-def test_fetch_from_an_unreachable_api_fails_in_one_line_and_records_the_failure(tmp_path: Path) -> None:
+def closed_port() -> int:
+    """A local port nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_offline_fetch_says_no_network_and_exits_5_within_seconds(tmp_path: Path) -> None:
+    # Default retries (5) and politeness delay (3 s): back-off on them used to take minutes.
     db = f"sqlite:///{tmp_path / 'm.db'}"
-    env = {
-        "MONITOR_ARXIV__API_URL": "http://127.0.0.1:9/api/query",
-        "MONITOR_ARXIV__MAX_RETRIES": "1",
-        "MONITOR_ARXIV__DELAY_SECONDS": "0.05",
-    }
-    done = monitor(tmp_path, db, "fetch", "--source", "api", env=env)
-    assert done.returncode == 5  # SourceError
-    assert "ConnectionError, still failing after 2 tries" in done.stderr and "Traceback" not in done.stderr
+    port = closed_port()
+    env = {"MONITOR_ARXIV__API_URL": f"http://127.0.0.1:{port}/api/query"}
+    started = time.monotonic()
+    done = monitor(tmp_path, db, "fetch", "--source", "api", env=env, timeout=60)
+    elapsed = time.monotonic() - started
+    assert done.returncode == 5, done.stderr  # SourceError
+    assert elapsed < 15
+    error = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(error) == 1 and "no network, or arXiv unreachable" in error[0]
+    assert f"127.0.0.1:{port}" in error[0] and "Connection refused" in error[0]
+    assert "Traceback" not in done.stderr
     store = open_store(db)
     with store.session() as s:
-        assert s.scalars(select(Run.status).where(Run.command == "fetch")).one() == "failed"
+        run = s.scalars(select(Run).where(Run.command == "fetch")).one()
+    assert run.status == "failed" and run.errors == [error[0].removeprefix("error: ")]
     store.close()
+
+
+def test_a_postgresql_url_without_a_database_name_is_a_configuration_error(tmp_path: Path) -> None:
+    # libpq would connect to the user's default database (`postgres`) and create the schema there.
+    with pytest.raises(ConfigError, match="database.url .* names no database"):
+        make_engine("postgresql://postgres@127.0.0.1:5432")
+    done = monitor(tmp_path, "postgresql://postgres:pw@127.0.0.1:5432/", "runs")
+    assert done.returncode == 2, done.stderr
+    assert "names no database" in done.stderr and "pw" not in done.stderr
 
 
 def test_anchors_verify_offline_and_listing(tmp_path: Path, shared: Path) -> None:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import socket
+import threading
+
 import pytest
 from arxiv_replay import ArxivReplay, Fault
 
 from monitor.errors import SourceError
-from monitor.sources.client import PoliteSession, parse_retry_after, require_well_formed_xml
+from monitor.sources.client import PoliteSession, parse_retry_after, require_atom_feed
 
 FEED = "/atom/cs.AI"
 GOOD = b"<?xml version='1.0'?><feed xmlns='http://www.w3.org/2005/Atom'><title>t</title></feed>"
@@ -86,9 +89,50 @@ def test_http_400_error_feed_is_not_retried_and_says_why(server: ArxivReplay) ->
 
 def test_malformed_xml_is_retried_when_validated(server: ArxivReplay) -> None:
     server.faults.append(Fault(body=b"<feed><entry>cut off", path=FEED))
-    client = session(delay=0.01, validate=require_well_formed_xml)
+    client = session(delay=0.01, validate=require_atom_feed)
     assert client.get(server.url + FEED).content == GOOD
     assert len(server.log) == 2
+
+
+def test_no_connection_is_tried_once_more_then_says_no_network() -> None:
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    client = session(delay=0.01, retries=5)
+    with pytest.raises(
+        SourceError, match=rf"no network, or arXiv unreachable: cannot connect to 127.0.0.1:{port}"
+    ):
+        client.get(f"http://127.0.0.1:{port}{FEED}")
+    assert client.stats.requests == 2  # not max_retries + 1 with back-off between
+
+
+def test_a_connection_dropped_after_it_was_accepted_is_retried_with_back_off() -> None:
+    # A server that answers the connection is up: this is arXiv's fault, not the network's.
+    listener = socket.create_server(("127.0.0.1", 0))
+    accepted: list[int] = []
+
+    def accept_and_close() -> None:
+        while len(accepted) < 3:
+            conn, _ = listener.accept()
+            accepted.append(1)
+            conn.recv(1024)
+            conn.close()
+
+    threading.Thread(target=accept_and_close, daemon=True).start()
+    client = session(delay=0.01, retries=2)
+    with pytest.raises(SourceError, match="ConnectionError, still failing after 3 tries"):
+        client.get(f"http://127.0.0.1:{listener.getsockname()[1]}{FEED}")
+    listener.close()
+    assert len(accepted) == 3 and client.stats.wait_seconds > 0.02  # backed off between tries
+
+
+def test_an_html_page_is_not_retried_and_says_it_is_not_an_arxiv_answer(server: ArxivReplay) -> None:
+    page = b"<!DOCTYPE html>\n<html><head><title>Wi-Fi login</title></head><body></body></html>"
+    server.faults.append(Fault(body=page, headers={"Content-Type": "text/html"}, path=FEED))
+    client = session(delay=0.01, validate=require_atom_feed)
+    with pytest.raises(SourceError, match="not an arXiv answer: an HTML page titled 'Wi-Fi login'"):
+        client.get(server.url + FEED)
+    assert len(server.log) == 1
 
 
 def test_retry_after_forms() -> None:

@@ -10,7 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from sqlalchemy import func, select
+from ops_helpers import monitor as ops_monitor
+from ops_helpers import start_paused, write_config
+from sqlalchemy import func, insert, select
+from sqlalchemy.exc import IntegrityError
 
 from monitor.config import Settings
 from monitor.errors import InputError
@@ -18,6 +21,8 @@ from monitor.sources.ingest import fetch
 from monitor.sources.sample import shipped_sample
 from monitor.store import open_store
 from monitor.store.models import Paper, PaperVersion
+from monitor.store.records import Run
+from monitor.store.runs import recorded_run
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -50,6 +55,11 @@ def row(arxiv_id: str, **extra) -> dict:
 def write_jsonl(path: Path, rows: list[dict | str]) -> Path:
     path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
     return path
+
+
+def monitor_cli(cwd: Path, db: str, *args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "monitor", "--db", db, *args]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, timeout=120)
 
 
 def test_whole_corpus_loads_once_and_reloads_as_a_no_op(sqlite_url: str, shared: Path) -> None:
@@ -169,3 +179,102 @@ def test_cli_fetch_prints_a_summary_and_bad_input_exits_3(tmp_path: Path) -> Non
     assert done.returncode == 3
     assert "bad.jsonl:2: not valid JSON" in done.stderr and "Traceback" not in done.stderr
     assert "at column 2" in done.stderr  # where on the line, not just which line
+
+
+def test_nul_surrogates_and_escapes_are_removed_and_the_whole_batch_stored(
+    db_url: str, tmp_path: Path
+) -> None:
+    # A NUL made PostgreSQL refuse the whole batch (exit 1, every rerun); a lone surrogate could not
+    # be encoded on either database; ESC sequences reached the digest and the terminal.
+    rows = [
+        row("2608.00001"),
+        row("2608.00002", abstract="Nul \u0000 in the middle."),
+        row("2608.00003", title="Half an emoji \ud83d here"),
+        row(
+            "2608.00004",
+            title="\x1b]8;;https://evil.example\x1b\\Click\x1b]8;;\x1b\\ me\x1b[2J",
+            comment="\x07",
+        ),
+        row("2608.00005"),
+    ]
+    snap = write_jsonl(tmp_path / "s.jsonl", rows)
+    done = monitor_cli(tmp_path, db_url, "fetch", "--source", str(snap))
+    assert done.returncode == 0, done.stderr
+    assert "5 new" in done.stdout
+    warning = " ".join(done.stderr.split())
+    assert f"{snap}:2: abstract (a NUL character)" in warning
+    assert f"{snap}:3: title (a lone UTF-16 surrogate)" in warning
+    assert f"{snap}:4: title (control characters), comment (control characters)" in warning
+    assert ":1:" not in warning and ":5:" not in warning
+    store = open_store(db_url)
+    with store.session() as s:
+        papers = {p.arxiv_id: p for p in s.scalars(select(Paper))}
+        versions = {v.arxiv_id: v for v in s.scalars(select(PaperVersion))}
+        run = s.scalars(select(Run)).one()
+    assert len(papers) == len(versions) == 5
+    assert papers["2608.00002"].abstract == versions["2608.00002"].abstract == "Nul in the middle."
+    assert papers["2608.00003"].title == "Half an emoji \ufffd here"
+    assert papers["2608.00004"].title == "]8;;https://evil.example\\Click]8;;\\ me[2J"
+    assert papers["2608.00004"].comment == ""
+    assert run.status == "ok" and run.errors == [] and any(":4: title" in w for w in run.warnings)
+    store.close()
+
+
+@pytest.mark.parametrize("name", ["s.jsonl", "s.jsonl.gz"])
+def test_bytes_that_are_not_utf8_are_reported_by_line(sqlite_url: str, tmp_path: Path, name: str) -> None:
+    good = "".join(json.dumps(row(f"2608.0000{i}")) + "\n" for i in range(1, 4)).encode()
+    body = good + json.dumps(row("2608.00004")).encode().replace(b"Text.", b"Caf\xe9.") + b"\n"
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(body) if name.endswith(".gz") else body)
+    store = open_store(sqlite_url)
+    with pytest.raises(InputError, match=rf"{name}:4: not UTF-8 text \(byte \d+ of the line\)"):
+        fetch(store, settings(sqlite_url), str(path))
+    assert count(store) == 0  # the file is checked whole before anything is stored
+    store.close()
+
+
+def test_two_fetches_of_the_same_papers_at_once_both_finish(db_url: str, tmp_path: Path) -> None:
+    # Both read "not stored yet" for the same papers, then both insert them: the second used to die on
+    # the unique key (IntegrityError, exit 1) with kilobytes of SQL parameters in runs.errors.
+    first = write_jsonl(
+        tmp_path / "a.jsonl", [row(f"2608.0000{i}", version=2 if i == 3 else None) for i in range(1, 6)]
+    )
+    second = write_jsonl(tmp_path / "b.jsonl", [row(f"2608.0000{i}") for i in range(1, 7)])
+    config = write_config(tmp_path, db_url)
+    marker = tmp_path / "paused"
+    paused = start_paused(config, "fetch:before_insert", marker, "fetch", "--source", str(first))
+    try:
+        other = ops_monitor(config, "fetch", "--source", str(second), timeout=120)
+        assert other.returncode == 0, other.stderr
+        assert "6 new" in other.stdout
+        marker.with_name(marker.name + ".resume").touch()
+        out, err = paused.communicate(timeout=120)
+    finally:
+        if paused.poll() is None:
+            paused.kill()
+    assert paused.returncode == 0, err
+    store = open_store(db_url)
+    with store.session() as s:
+        papers = {p.arxiv_id: p.version for p in s.scalars(select(Paper))}
+        versions = sorted(tuple(r) for r in s.execute(select(PaperVersion.arxiv_id, PaperVersion.version)))
+        runs = [tuple(r) for r in s.execute(select(Run.status, Run.errors))]
+    assert papers == {f"2608.0000{i}": 2 if i == 3 else 1 for i in range(1, 7)}  # the newer version won
+    assert versions == sorted([(f"2608.0000{i}", 1) for i in range(1, 7)] + [("2608.00003", 2)])
+    assert runs == [("ok", []), ("ok", [])]
+    store.close()
+
+
+def test_an_unexpected_database_error_is_stored_on_the_run_as_one_short_line(db_url: str) -> None:
+    store = open_store(db_url)
+    rows = [dict(row(f"2608.{i:05d}"), version=1, abstract="x" * 500, source="file") for i in range(200)]
+    for r in rows:
+        r["published"] = dt.date(2026, 8, 3)
+    with store.session() as s:
+        s.execute(insert(Paper.__table__), rows[:1])
+    with pytest.raises(IntegrityError), recorded_run(store, "fetch"), store.session() as s:
+        s.execute(insert(Paper.__table__), rows)  # the first one is stored already
+    with store.session() as s:
+        [error] = s.scalars(select(Run.errors)).one()
+    assert error.startswith("IntegrityError: ") and "\n" not in error
+    assert len(error) <= 300 and "parameters" not in error and "xxxxxxxx" not in error
+    store.close()

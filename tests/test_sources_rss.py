@@ -124,10 +124,25 @@ def test_empty_feed_warns_only_on_announcement_days(
     store.close()
 
 
-def test_html_error_page_is_a_source_error_and_stores_nothing(sqlite_url: str, server: ArxivReplay) -> None:
-    server.feeds["/atom/cs.AI"] = b"<html><body><h1>Service unavailable</h1><p>Try later"
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        (b"<html><body><h1>Service unavailable</h1><p>Try later", "not an arXiv answer: an HTML page"),
+        # well-formed, so feedparser reports no error, just no entries: it read as an empty feed
+        (
+            b"<!DOCTYPE html><html><head><title>Network login</title></head>"
+            b"<body><p>Sign in</p></body></html>",
+            "not an arXiv answer: an HTML page titled 'Network login'",
+        ),
+        (b"<?xml version='1.0'?><error><p>quota</p></error>", "neither an Atom nor an RSS feed"),
+    ],
+)
+def test_a_page_that_is_not_a_feed_is_a_source_error_and_stores_nothing(
+    sqlite_url: str, server: ArxivReplay, body: bytes, says: str
+) -> None:
+    server.feeds["/atom/cs.AI"] = body
     store = open_store(sqlite_url)
-    with pytest.raises(SourceError, match="not a feed"):
+    with pytest.raises(SourceError, match=says):
         fetch(store, replay_settings(server, sqlite_url, categories=["cs.AI"]), "rss")
     assert papers(store) == 0 and get_mark(store, "rss", "cs.AI") is None
     store.close()
@@ -185,4 +200,20 @@ def test_rss_flavour_feed_truncated_keeps_its_complete_items(sqlite_url: str, se
         paper = s.get(Paper, "2508.77777")
         assert paper.abstract == "Policy entropy collapses early."
         assert paper.authors == ["Grace Hopper", "Edsger Dijkstra"] and paper.categories == ["cs.CL"]
+    store.close()
+
+
+def test_control_characters_in_feed_text_never_reach_the_store(sqlite_url: str, server: ArxivReplay) -> None:
+    # feedparser's lenient parser turns a character reference to ESC (not XML 1.0) into the character
+    # itself, and passes DEL through; C1 controls it maps to Windows-1252 punctuation on its own.
+    body = HEAD.format(updated="2025-08-21T00:30:00-04:00") + entry(
+        "2508.14001", 1, "new", "Agents &#x1b;[2Jthat\x7f plan"
+    )
+    server.feeds["/atom/cs.AI"] = (body + "</feed>\n").encode()
+    store = open_store(sqlite_url)
+    fetch(store, replay_settings(server, sqlite_url, categories=["cs.AI"]), "rss")
+    with store.session() as s:
+        paper = s.get(Paper, "2508.14001")
+    assert paper.title == "Agents [2Jthat plan"
+    assert paper.abstract == "A revised abstract about Agents [2Jthat plan."
     store.close()

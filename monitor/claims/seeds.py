@@ -43,6 +43,7 @@ from pathlib import Path
 from monitor.claims.dates import DateError, parse_date
 from monitor.claims.model import ClaimDocument, ParsedAnchor, ParsedClaim, ParsedLine, Span
 from monitor.errors import InputError
+from monitor.text import printable
 
 LINE_HEADER = "INQUIRING LINE"
 NEXT_MARKER = "Next inquiring lines"
@@ -102,7 +103,9 @@ def parse_seed_file(path: Path) -> ClaimDocument:
     if "\x00" in text:  # valid UTF-8 can still be binary; no export holds a NUL
         line = text[: text.index("\x00")].count("\n") + 1
         raise InputError(str(path), line, "binary data (a NUL byte), not a seed export")
-    return parse_seed_text(text, path, hashlib.sha256(raw).hexdigest())
+    # Other control characters (a terminal escape pasted into an export) would reach the digest and
+    # the terminal: dropped here, where claim text enters (monitor/text.py).
+    return parse_seed_text(printable(text), path, hashlib.sha256(raw).hexdigest())
 
 
 def parse_seed_text(text: str, path: Path, sha256: str = "") -> ClaimDocument:

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from monitor.claims.dates import parse_date
 from monitor.claims.model import ClaimDocument, ParsedAnchor, ParsedClaim, ParsedLine
 from monitor.errors import InputError
+from monitor.text import printable, unstorable
 
 USER_SUFFIXES = (".yaml", ".yml", ".toml")
 _ARXIV_ID = re.compile(
@@ -121,10 +122,33 @@ def _load(path: Path, text: str) -> tuple[Any, yaml.Node | None]:
             raise InputError(str(path), int(m[1]) if m else None, f"not valid TOML: {exc}") from None
     try:
         return yaml.load(text, Loader=_DatesAsWritten), yaml.compose(text, Loader=_DatesAsWritten)
+    except yaml.reader.ReaderError as exc:
+        # A control character written as such (not as an escape): the reader has no mark, only a position.
+        line = text[: exc.position].count("\n") + 1
+        raise InputError(
+            str(path), line, f"not valid YAML: character #x{exc.character:04x} is not allowed"
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
         raise InputError(str(path), mark.line + 1 if mark else None, f"not valid YAML: {problem}") from None
+
+
+def _printable_tree(path: Path, root: yaml.Node | None, value: Any, loc: tuple[int | str, ...] = ()) -> Any:
+    """`value` with every string made printable (monitor/text.py); a NUL or a lone surrogate, which
+    an escape ("\\0", "\\ud800") can put in a string, is refused with the file line and field instead:
+    neither can be stored (PostgreSQL refuses NUL, UTF-8 cannot encode a surrogate)."""
+    if isinstance(value, str):
+        problem = unstorable(value)
+        if problem:
+            where = _field_path(loc) or "file"
+            raise InputError(str(path), _node_line(root, loc), f"{where}: contains {problem}")
+        return printable(value)
+    if isinstance(value, dict):
+        return {k: _printable_tree(path, root, v, (*loc, k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_printable_tree(path, root, v, (*loc, i)) for i, v in enumerate(value)]
+    return value
 
 
 def _node_line(node: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
@@ -164,6 +188,7 @@ def parse_user_file(path: Path) -> ClaimDocument:
     if not text.strip():  # TOML reads an empty file as an empty table: say what is wrong instead
         raise InputError(str(path), 1, "empty file; expected 'question' and 'claims', or a 'lines' list")
     data, root = _load(path, text)
+    data = _printable_tree(path, root, data)
     if not isinstance(data, dict):
         raise InputError(str(path), 1, "expected a mapping with 'question' and 'claims', or a 'lines' list")
     shaped = data if "lines" in data else {"lines": [data]}

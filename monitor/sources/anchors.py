@@ -37,7 +37,7 @@ from monitor.config import Settings
 from monitor.errors import SourceError
 from monitor.sources.api import make_client
 from monitor.sources.base import PaperRecord, is_arxiv_id, split_arxiv_id
-from monitor.sources.client import PoliteSession, require_well_formed_xml
+from monitor.sources.client import PoliteSession, require_atom_feed
 from monitor.sources.files import read_snapshot
 from monitor.store.db import Store
 from monitor.store.lines import active_anchors
@@ -196,7 +196,7 @@ def lookup_api(settings: Settings, ids: list[str]) -> tuple[dict[str, FoundPaper
     """Look ids up on the arXiv API, `ID_CHUNK` per request; returns (found by id, requests)."""
     from monitor.sources.api import result_to_record
 
-    session = PoliteSession.from_settings(settings.arxiv, validate=require_well_formed_xml)
+    session = PoliteSession.from_settings(settings.arxiv, validate=require_atom_feed)
     found: dict[str, FoundPaper] = {}
     for start in range(0, len(ids), ID_CHUNK):
         chunk = ids[start : start + ID_CHUNK]
@@ -213,7 +213,7 @@ def lookup_api(settings: Settings, ids: list[str]) -> tuple[dict[str, FoundPaper
 
 def lookup_snapshot(path: Path, ids: Iterable[str]) -> dict[str, FoundPaper]:
     wanted = set(ids)
-    records: list[PaperRecord] = read_snapshot(path)[0]
+    records: list[PaperRecord] = read_snapshot(path)
     return {r.arxiv_id: FoundPaper(r.arxiv_id, r.title, r.published) for r in records if r.arxiv_id in wanted}
 
 

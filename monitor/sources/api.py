@@ -30,7 +30,7 @@ from lxml import etree
 from monitor.config import Settings
 from monitor.errors import SourceError
 from monitor.sources.base import Batch, PaperRecord, Source, clean_text, split_arxiv_id, to_naive_utc
-from monitor.sources.client import PoliteSession, require_well_formed_xml
+from monitor.sources.client import PoliteSession, require_atom_feed
 from monitor.store.db import Store
 from monitor.store.marks import get_mark
 
@@ -112,13 +112,13 @@ def result_to_record(result: arxiv.Result) -> PaperRecord:
 
 
 class ApiPageCheck:
-    """The session's `validate` hook for API pages: well-formed XML, and remember totalResults."""
+    """The session's `validate` hook for API pages: an Atom feed, well-formed; remember totalResults."""
 
     def __init__(self) -> None:
         self.total_results: int | None = None
 
     def __call__(self, response: requests.Response) -> None:
-        require_well_formed_xml(response)
+        require_atom_feed(response)
         root = etree.fromstring(response.content)
         total = root.findtext(f"{_OPENSEARCH}totalResults")
         self.total_results = int(total) if total and total.strip().isdigit() else None

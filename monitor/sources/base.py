@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
+from monitor.text import printable
+
 # New-style ids (2504.07912, optionally v3) and old-style ones (hep-th/9901001, math.GT/0309136v2).
 _ID_RE = re.compile(r"^(?P<id>\d{4}\.\d{4,5}|[a-z][a-z-]*(?:\.[A-Z]{2})?/\d{7})(?:v(?P<version>\d+))?$")
 
@@ -63,6 +65,18 @@ class PaperRecord:
     doi: str | None = None
     announce_type: str | None = None  # RSS: new | cross | replace | replace-cross
 
+    def __post_init__(self) -> None:
+        # Every source builds its records here, so this is the one place paper text is made safe to
+        # store and print (monitor/text.py): no terminal escapes, no NUL, no lone surrogates.
+        self.title = printable(self.title)
+        self.abstract = printable(self.abstract)
+        self.authors = [printable(a) for a in self.authors]
+        self.categories = [printable(c) for c in self.categories]
+        for name in ("primary_category", "comment", "journal_ref", "doi"):
+            value = getattr(self, name)
+            if value is not None:
+                setattr(self, name, printable(value))
+
 
 @dataclass
 class Batch:
@@ -103,8 +117,9 @@ class Source:
 
 
 def clean_text(text: str | None) -> str:
-    """Collapse the line breaks and runs of spaces arXiv puts in titles and abstracts."""
-    return " ".join((text or "").split())
+    """Collapse the line breaks and runs of spaces arXiv puts in titles and abstracts; control
+    characters go first, so removing one leaves no double space."""
+    return " ".join(printable(text or "").split())
 
 
 def to_naive_utc(value: dt.datetime | None) -> dt.datetime | None:

@@ -9,7 +9,13 @@ enforces what arXiv's terms ask for, whoever calls it:
   honouring `Retry-After` (never waiting less than it says);
 * a per-request timeout and a User-Agent naming the project and the operator's contact address;
 * an optional `validate` hook, so a 200 response whose body is not well-formed XML is retried like a
-  transient fault instead of being parsed into silently partial results.
+  transient fault instead of being parsed into silently partial results, and one that is not an
+  arXiv answer at all (an HTML page from a proxy, a captive portal or a maintenance notice) fails at
+  once instead of reading as "no results";
+* no network: a connection that cannot be made (refused, name not resolved, no route, connect
+  timeout) is tried once more after the politeness gap, then fails. Back-off is for a server that
+  answers (429, 5xx) or drops a connection it accepted; waiting minutes on one that never answers
+  only hides that the machine is offline.
 
 Any failure that retries do not fix becomes one `SourceError` line for the user.
 """
@@ -18,15 +24,18 @@ from __future__ import annotations
 
 import logging
 import random
+import re
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 from lxml import etree
+from urllib3.exceptions import NewConnectionError
 
 from monitor import __version__ as monitor_version
 from monitor.config import ArxivSettings
@@ -38,16 +47,57 @@ RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_BACKOFF_SECONDS = 300.0
 
 
+CONNECT_TIMEOUT_SECONDS = 10.0  # a TCP connect slower than this is a dead route, not a slow arXiv
+CONNECT_TRIES = 2  # the first failed connection plus one more try (none with max_retries = 0)
+_ATOM_FEED = "{http://www.w3.org/2005/Atom}feed"
+_HTML_TITLE = re.compile(rb"<title[^>]*>(.*?)</title", re.I | re.S)
+
+
 class MalformedResponse(Exception):
     """A 200 response whose body cannot be what it claims to be (raised by a `validate` hook)."""
 
 
-def require_well_formed_xml(response: requests.Response) -> None:
-    """A `validate` hook: the body must parse as XML without recovery (truncation shows here)."""
+class NotArxivAnswer(Exception):
+    """A 200 response that did not come from arXiv's feed service (raised by a `validate` hook)."""
+
+
+def reject_html(response: requests.Response) -> None:
+    """A `validate` hook: an HTML page (a proxy's, a captive portal's, a maintenance notice) is no feed."""
+    head = response.content[:512].lstrip(b"\xef\xbb\xbf \t\r\n").lower()
+    if head.startswith((b"<!doctype html", b"<html")) or "html" in response.headers.get("Content-Type", ""):
+        found = _HTML_TITLE.search(response.content[:4096])
+        title = " ".join(found.group(1).decode("utf-8", "replace").split())[:120] if found else ""
+        raise NotArxivAnswer(f"an HTML page{f' titled {title!r}' if title else ''}")
+
+
+def require_atom_feed(response: requests.Response) -> None:
+    """A `validate` hook for API answers: not HTML, well-formed XML (truncation shows here), an Atom feed."""
+    reject_html(response)
     try:
-        etree.fromstring(response.content, parser=etree.XMLParser(resolve_entities=False, no_network=True))
+        root = etree.fromstring(
+            response.content, parser=etree.XMLParser(resolve_entities=False, no_network=True)
+        )
     except etree.XMLSyntaxError as exc:
         raise MalformedResponse(f"response is not well-formed XML: {exc}") from None
+    if root.tag != _ATOM_FEED:
+        raise NotArxivAnswer(f"XML whose root element is <{etree.QName(root).localname}>, not an Atom feed")
+
+
+def connection_failure(exc: requests.RequestException) -> str | None:
+    """Why no connection could be made at all (refused, DNS, no route, connect timeout), else None.
+
+    A connection arXiv accepted and then dropped, or a read timeout, is a server fault: None.
+    """
+    if isinstance(exc, requests.ConnectTimeout):
+        return "connection timed out"
+    if not isinstance(exc, requests.ConnectionError):
+        return None
+    reason = exc.args[0] if exc.args else None
+    reason = getattr(reason, "reason", reason)  # urllib3's MaxRetryError wraps the real error
+    if isinstance(reason, NewConnectionError):
+        # "HTTPConnection(host='x', port=80): Failed to resolve 'x' (...)": the part after the host
+        return str(reason).split("): ", 1)[-1]
+    return None
 
 
 @dataclass
@@ -108,6 +158,23 @@ class PoliteSession(requests.Session):
             self._wait(self._last_start + self.delay_seconds - time.monotonic())
         self._last_start = time.monotonic()
 
+    def _count_no_connection(self, shown: str, exc: requests.RequestException, before: int) -> int:
+        """Connection failures in a row after `exc`; raises SourceError once they reach CONNECT_TRIES."""
+        reason = connection_failure(exc)
+        if reason is None:
+            return 0
+        host = urlsplit(shown).netloc or shown
+        if before + 1 >= min(CONNECT_TRIES, self.max_retries + 1):
+            raise SourceError(
+                f"no network, or arXiv unreachable: cannot connect to {host} ({reason}; "
+                f"{before + 1} tries); try again when the machine is online"
+            )
+        log.warning(
+            "no network, or arXiv unreachable: cannot connect to %s (%s); trying once more", host, reason
+        )
+        self.stats.retries += 1
+        return before + 1
+
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         # Full jitter on an exponential base, but never shorter than the server asked for.
         base = min(MAX_BACKOFF_SECONDS, max(self.delay_seconds, 0.1) * 2 ** (attempt + 1))
@@ -118,7 +185,9 @@ class PoliteSession(requests.Session):
         # Our User-Agent wins over any a library passes (arxiv.py sends its own).
         headers = {k: v for k, v in (kwargs.pop("headers", None) or {}).items() if k.lower() != "user-agent"}
         kwargs["headers"] = headers
-        kwargs.setdefault("timeout", self.timeout_seconds)
+        kwargs.setdefault(
+            "timeout", (min(self.timeout_seconds, CONNECT_TIMEOUT_SECONDS), self.timeout_seconds)
+        )
         with self._lock:
             return self._request_with_retries(method, url, args, kwargs)
 
@@ -127,6 +196,7 @@ class PoliteSession(requests.Session):
     ) -> requests.Response:
         shown = url.decode() if isinstance(url, bytes) else url
         attempt = 0
+        no_connection = 0  # connection failures in a row
         while True:
             self._wait_for_turn()
             self.stats.requests += 1
@@ -135,20 +205,15 @@ class PoliteSession(requests.Session):
                 response = super().request(method, url, *args, **kwargs)
             except (requests.Timeout, requests.ConnectionError) as exc:
                 problem = f"{exc.__class__.__name__}"
+                no_connection = self._count_no_connection(shown, exc, no_connection)
+                if no_connection:
+                    continue  # the politeness gap before the next start is the pause; no back-off
             else:
-                status = response.status_code
-                if status in RETRY_STATUSES:
-                    problem = f"HTTP {status}"
-                    retry_after = parse_retry_after(response.headers.get("Retry-After"))
-                elif status >= 400:
-                    raise SourceError(f"{shown}: HTTP {status}: {error_feed_message(response.content)}")
-                else:
-                    try:
-                        if self.validate is not None:
-                            self.validate(response)
-                        return response
-                    except MalformedResponse as exc:
-                        problem = str(exc)
+                no_connection = 0
+                problem = self._problem(shown, response)
+                if problem is None:
+                    return response
+                retry_after = parse_retry_after(response.headers.get("Retry-After"))
             if attempt >= self.max_retries:
                 raise SourceError(f"{shown}: {problem}, still failing after {attempt + 1} tries")
             if retry_after is not None and retry_after > MAX_BACKOFF_SECONDS:
@@ -158,6 +223,25 @@ class PoliteSession(requests.Session):
             self.stats.retries += 1
             self._wait(pause)
             attempt += 1
+
+    def _problem(self, shown: str, response: requests.Response) -> str | None:
+        """What is wrong with an answer that a retry may fix (None: nothing); raises for what it cannot."""
+        status = response.status_code
+        if status in RETRY_STATUSES:
+            return f"HTTP {status}"
+        if status >= 400:
+            raise SourceError(f"{shown}: HTTP {status}: {error_feed_message(response.content)}")
+        try:
+            if self.validate is not None:
+                self.validate(response)
+        except MalformedResponse as exc:
+            return str(exc)
+        except NotArxivAnswer as exc:
+            raise SourceError(
+                f"{shown}: not an arXiv answer: {exc} (HTTP {status}); a proxy, captive portal "
+                "or maintenance page? Nothing was read from it"
+            ) from None
+        return None
 
 
 def parse_retry_after(value: str | None) -> float | None:

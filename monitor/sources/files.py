@@ -1,6 +1,8 @@
 """The file source: a JSONL snapshot (optionally gzipped) or an Atom XML file, so everything can run
-offline. The whole file is read and checked before anything is stored: one bad line is an
-InputError naming file, line and field, and nothing from that file is written.
+offline. The whole file is read and checked before anything is stored: one bad line (not UTF-8, not
+JSON, a field missing or wrong) is an InputError naming file, line and field, and nothing from that
+file is written. Control characters, NULs and lone surrogates in a row's text are not bad lines:
+they are removed (monitor/text.py) and the row is stored, with a warning naming file:line.
 
 JSONL rows follow the shared corpus format: `arxiv_id, version (null = v1), title, abstract,
 authors, categories, primary_category, published (YYYY-MM-DD), updated`, optionally `comment,
@@ -20,7 +22,16 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from monitor.errors import InputError
-from monitor.sources.base import Batch, PaperRecord, Source, clean_text, split_arxiv_id, to_naive_utc
+from monitor.sources.base import (
+    Batch,
+    PaperRecord,
+    Source,
+    SourceReport,
+    clean_text,
+    split_arxiv_id,
+    to_naive_utc,
+)
+from monitor.text import unprintable
 
 BATCH_SIZE = 2000
 
@@ -97,35 +108,76 @@ class SnapshotRow(BaseModel):
         )
 
 
-def _open_text(path: Path) -> Any:
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return path.open(encoding="utf-8")
+MAX_LINES_NAMED = 5  # a warning about removed characters names this many lines, then counts the rest
 
 
-def read_jsonl(path: Path) -> list[PaperRecord]:
-    """Every row of a JSONL snapshot, or an InputError for the first bad one."""
+def _open_bytes(path: Path) -> Any:
+    # Bytes, decoded line by line: a decoding error then names its line, not a byte offset in the file.
+    return gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")
+
+
+def _row(path: Path, number: int, raw: bytes) -> dict[str, Any] | None:
+    """One line's JSON object (None for a blank line), or an InputError naming the line."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(str(path), number, f"not UTF-8 text (byte {exc.start + 1} of the line)") from None
+    if not line.strip():
+        return None
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InputError(str(path), number, f"not valid JSON: {exc.msg} at column {exc.colno}") from None
+    if not isinstance(data, dict):
+        raise InputError(str(path), number, "expected a JSON object")
+    return data
+
+
+def _cleaned_fields(data: dict[str, Any]) -> list[str]:
+    """The text fields of a row that hold what `printable` removes, as 'field (what)'."""
+    found = []
+    for name in ("title", "abstract", "authors", "comment", "journal_ref", "doi"):
+        value = data.get(name)
+        texts = value if isinstance(value, list) else [value]
+        what = sorted({w for t in texts if isinstance(t, str) and (w := unprintable(t))})
+        if what:
+            found.append(f"{name} ({', '.join(what)})")
+    return found
+
+
+def cleaned_warning(cleaned: list[str]) -> str:
+    """One warning for the lines whose text lost characters; names the first few as file:line."""
+    more = f"; and {len(cleaned) - MAX_LINES_NAMED} more line(s)" if len(cleaned) > MAX_LINES_NAMED else ""
+    return (
+        "removed characters that cannot be stored or printed safely, kept the papers: "
+        + "; ".join(cleaned[:MAX_LINES_NAMED])
+        + more
+    )
+
+
+def read_jsonl(path: Path, cleaned: list[str] | None = None) -> list[PaperRecord]:
+    """Every row of a JSONL snapshot, or an InputError for the first bad one.
+
+    Rows whose text had control characters, NULs or lone surrogates removed are appended to
+    `cleaned` as 'file:line: field (what)'.
+    """
     records: list[PaperRecord] = []
     try:
-        with _open_text(path) as fh:
-            for number, line in enumerate(fh, start=1):
-                if not line.strip():
+        with _open_bytes(path) as fh:
+            for number, raw in enumerate(fh, start=1):
+                data = _row(path, number, raw)
+                if data is None:
                     continue
-                try:
-                    data = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InputError(
-                        str(path), number, f"not valid JSON: {exc.msg} at column {exc.colno}"
-                    ) from None
-                if not isinstance(data, dict):
-                    raise InputError(str(path), number, "expected a JSON object")
                 try:
                     records.append(SnapshotRow.model_validate(data).record())
                 except ValidationError as exc:
                     err = exc.errors()[0]
                     where = ".".join(str(p) for p in err["loc"]) or "row"
                     raise InputError(str(path), number, f"field {where}: {err['msg']}") from None
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
+                fields = _cleaned_fields(data)
+                if fields and cleaned is not None:
+                    cleaned.append(f"{path}:{number}: {', '.join(fields)}")
+    except (OSError, EOFError) as exc:
         raise InputError(str(path), None, f"cannot read snapshot: {exc}") from None
     return records
 
@@ -152,11 +204,21 @@ def read_atom(path: Path) -> tuple[list[PaperRecord], str | None]:
     return records, note
 
 
-def read_snapshot(path: Path) -> tuple[list[PaperRecord], str | None]:
+def read_snapshot(path: Path, report: SourceReport | None = None) -> list[PaperRecord]:
+    """The file's papers; a truncated Atom file or text that lost characters is noted in `report`."""
+    report = report if report is not None else SourceReport()
     name = path.name.lower()
     if name.endswith((".xml", ".atom", ".xml.gz")):
-        return read_atom(path)
-    return read_jsonl(path), None
+        records, note = read_atom(path)
+        if note:
+            report.truncated = True
+            report.warnings.append(note)
+        return records
+    cleaned: list[str] = []
+    records = read_jsonl(path, cleaned)
+    if cleaned:
+        report.warnings.append(cleaned_warning(cleaned))
+    return records
 
 
 class FileSource(Source):
@@ -185,10 +247,7 @@ class FileSource(Source):
         return not (self.categories and not self.categories.intersection(rec.categories))
 
     def batches(self) -> Iterator[Batch]:
-        records, note = read_snapshot(self.path)
-        if note:
-            self.report.truncated = True
-            self.report.warnings.append(note)
+        records = read_snapshot(self.path, self.report)
         wanted = [r for r in records if self._wanted(r)]
         self.report.notes.append(f"{self.path}: {len(wanted)} of {len(records)} papers in the window")
         for start in range(0, len(wanted), BATCH_SIZE):

@@ -23,7 +23,7 @@ import feedparser
 from monitor.config import Settings
 from monitor.errors import SourceError
 from monitor.sources.base import Batch, PaperRecord, Source, clean_text, split_arxiv_id
-from monitor.sources.client import PoliteSession
+from monitor.sources.client import PoliteSession, reject_html
 from monitor.store.db import Store
 from monitor.store.marks import get_mark
 
@@ -153,7 +153,7 @@ class RssSource(Source):
         self.store = store
         self.settings = settings
         self.categories = sorted(categories)
-        self.session = session or PoliteSession.from_settings(settings.arxiv)
+        self.session = session or PoliteSession.from_settings(settings.arxiv, validate=reject_html)
         self.today = today
         self.query_key = "+".join(self.categories)
 
@@ -176,6 +176,10 @@ class RssSource(Source):
             )
         if not feed.truncated and feed.parsed.bozo:
             raise SourceError(f"{url}: not a feed: {feed.problem}")
+        if not feed.parsed.version:
+            # Well-formed, but neither Atom nor RSS (feedparser names no version): no announcements
+            # can be read from it, and "empty feed" would be the wrong thing to say.
+            raise SourceError(f"{url}: not an arXiv answer: the document is neither an Atom nor an RSS feed")
         feed_time = _stamp(feed.parsed.feed, "updated_parsed", "published_parsed")
         records = []
         for entry in feed.entries:

@@ -19,6 +19,7 @@ from monitor.store.db import Store
 from monitor.store.marks import advance_mark
 from monitor.store.models import utcnow
 from monitor.store.papers import StoredPaper, add_papers, stored_papers
+from monitor.testhooks import pause_at
 
 
 @dataclass
@@ -155,6 +156,9 @@ def store_records(session: Session, records: Iterable[PaperRecord], source: str)
         )
         kind = _plan_paper(versions, stored, changes, source, now)
         counts.add(StoreCounts(**{kind: 1}))
+    # test-only: a concurrency test stops here, between reading what is stored and writing, while
+    # another fetch stores the same papers (a no-op otherwise)
+    pause_at("fetch:before_insert")
     add_papers(session, changes.papers, changes.versions, changes.updates)
     counts.versions = len(changes.versions)
     return counts

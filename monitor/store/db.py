@@ -24,11 +24,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, select, text
-from sqlalchemy.engine import ExceptionContext, make_url
+from sqlalchemy.engine import URL, ExceptionContext, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from monitor.errors import DatabaseBusy, DatabaseError, LockHeld
+from monitor.errors import ConfigError, DatabaseBusy, DatabaseError, LockHeld
 from monitor.store.models import Base, ClaimRewording, Review, SchemaVersion
 from monitor.store.records import JudgeFailure
 from monitor.testhooks import pause_at
@@ -108,13 +108,25 @@ def redact(url: str) -> str:
         return "<unparseable database URL>"
 
 
+def _require_database_name(parsed: URL, given: str) -> None:
+    # Without one, libpq connects to the database named like the user (`postgres`), and the schema
+    # lands among whatever lives there; never a choice anyone meant to make.
+    if parsed.get_backend_name() == "postgresql" and not parsed.database:
+        shown = redact(given)
+        raise ConfigError(
+            f"database.url {shown} names no database: PostgreSQL would use the user's default one. "
+            f"Add the database name, e.g. {shown.rstrip('/')}/claim_monitor"
+        )
+
+
 def make_engine(url: str, echo: bool = False, busy_timeout_seconds: float = BUSY_TIMEOUT_SECONDS) -> Engine:
     """An engine whose lock waits and full disks surface as one-line MonitorErrors (`_user_error`)."""
-    url = _normalise_url(url)
+    given, url = url, _normalise_url(url)
     try:
         parsed = make_url(url)
     except ArgumentError:
         raise DatabaseError(f"database URL is not valid: {url!r}") from None
+    _require_database_name(parsed, given)
     kwargs: dict[str, object] = {"echo": echo, "future": True}
     if parsed.get_backend_name() == "sqlite":
         db = parsed.database

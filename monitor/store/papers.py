@@ -3,6 +3,11 @@ abstracts, the versions a relevance scan reads, and how many were published or f
 
 Known rows are read in chunks of ids and new ones inserted in bulk, so reloading a 22k-paper snapshot
 is a few dozen queries.
+
+Two fetches may run at once (`monitor fetch` beside `monitor run`, or two of them): both read "not
+stored yet" for the same paper and both insert it. So inserts are upserts (`INSERT ... ON CONFLICT`,
+the same statement on SQLite and PostgreSQL): whoever comes second keeps the newer version of the two
+and adds no duplicate, instead of dying on the unique key.
 """
 
 from __future__ import annotations
@@ -10,7 +15,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, NamedTuple
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import Table, func, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from monitor.store.chunks import in_chunks
@@ -51,15 +57,42 @@ def add_papers(
     versions: list[dict[str, Any]],
     updates: list[dict[str, Any]],
 ) -> None:
-    """Insert new paper and version rows (column dicts) and apply `updates` (each keyed by arxiv_id)."""
+    """Insert new paper and version rows (column dicts) and apply `updates` (each keyed by arxiv_id).
+
+    A paper or version another process stored meanwhile is not an error (see the module docstring).
+    """
     # Core inserts (not ORM bulk): one executemany per table, no per-row primary-key fetching.
     if papers:
-        session.execute(insert(Paper.__table__), papers)
+        session.execute(_paper_upsert(session), papers)
     if versions:
-        session.execute(insert(PaperVersion.__table__), versions)
+        stmt = _insert(session, PaperVersion.__table__)
+        session.execute(stmt.on_conflict_do_nothing(index_elements=["arxiv_id", "version"]), versions)
     for row in updates:
         # One UPDATE per changed paper: these are few (new versions), and rows differ in columns.
         session.execute(update(Paper).where(Paper.arxiv_id == row["arxiv_id"]).values(**row))
+
+
+def _insert(session: Session, table: Table) -> postgresql.Insert | sqlite.Insert:
+    """An INSERT that can say ON CONFLICT, in the session's dialect (the two have the same API)."""
+    dialect = session.get_bind().dialect.name
+    return postgresql.insert(table) if dialect == "postgresql" else sqlite.insert(table)
+
+
+def _paper_upsert(session: Session) -> postgresql.Insert | sqlite.Insert:
+    """Insert papers; where another process stored one meanwhile, take ours only if it is newer.
+
+    The newer row replaces the paper as a new version does in the writer (v1 date and first_seen
+    kept, flagged for re-judging); an equal or older one leaves the stored row as it is.
+    """
+    stmt = _insert(session, Paper.__table__)
+    table = Paper.__table__
+    kept = {"arxiv_id", "first_seen", "published", "needs_rejudge"}
+    newer = {c.name: stmt.excluded[c.name] for c in table.columns if c.name not in kept}
+    newer["published"] = func.coalesce(table.c.published, stmt.excluded.published)
+    newer["needs_rejudge"] = True
+    return stmt.on_conflict_do_update(
+        index_elements=["arxiv_id"], set_=newer, where=table.c.version < stmt.excluded.version
+    )
 
 
 def abstracts_of(session: Session, keys: list[tuple[str, int]]) -> dict[tuple[str, int], str]:

@@ -24,6 +24,7 @@ from monitor.store.records import Run
 # Commands that hold the run lock while they work: a row of theirs still "running" while we hold
 # the lock can only belong to a dead process.
 LOCKED_COMMANDS = ("run", "replay", "retest", "daemon:digest", "daemon:fetch")
+ERROR_CHARS = 300  # one error line in `runs.errors`
 
 
 @dataclass
@@ -99,16 +100,32 @@ def recorded_run(store: Store, command: str) -> Iterator[RunRecord]:
         finish_run(store, record, "interrupted")
         raise
     except MonitorError as exc:
-        record.errors.append(str(exc))
+        record.errors.append(error_line(exc))
         status = "interrupted" if exc.exit_code == 130 else "failed"
         finish_run(store, record, "partial" if isinstance(exc, BudgetExhausted) else status)
         raise
     except BaseException as exc:
-        record.errors.append(f"{exc.__class__.__name__}: {exc}")
+        record.errors.append(error_line(exc))
         finish_run(store, record, "failed")
         raise
     else:
         finish_run(store, record, "partial" if record.errors else "ok")
+
+
+def error_line(exc: BaseException) -> str:
+    """An exception as one readable line of at most ERROR_CHARS, for a run's `errors`.
+
+    A database error's text carries the whole statement and its parameters (kilobytes for a batch of
+    papers) on further lines; the driver's own first line says what went wrong.
+    """
+    from monitor.errors import MonitorError
+
+    if isinstance(exc, MonitorError):  # written for the user already
+        line = " ".join(str(exc).split())
+    else:
+        detail = getattr(exc, "orig", None) or exc
+        line = f"{exc.__class__.__name__}: " + " ".join(str(detail).strip().split("\n", 1)[0].split())
+    return line if len(line) <= ERROR_CHARS else line[: ERROR_CHARS - 1] + "…"
 
 
 def _pid_alive(pid: int) -> bool:
