@@ -11,7 +11,7 @@ import contextlib
 import os
 import socket
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +23,7 @@ from monitor.store.records import Run
 
 # Commands that hold the run lock while they work: a row of theirs still "running" while we hold
 # the lock can only belong to a dead process.
-LOCKED_COMMANDS = ("run", "replay", "retest", "daemon:digest", "daemon:fetch")
+LOCKED_COMMANDS = ("run", "replay", "retest", "judge", "daemon:digest", "daemon:fetch")
 
 
 @dataclass
@@ -41,12 +41,17 @@ class RunRecord:
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event, repr=False)
+    # Whether the run still holds the run lock (set by the lock's holder); a run that lost it stops too.
+    holds_lock: Callable[[], bool] | None = field(default=None, repr=False)
 
     def add(self, stage: str, values: dict[str, Any]) -> None:
         self.counts[stage] = values
 
+    def lost_lock(self) -> bool:
+        return self.holds_lock is not None and not self.holds_lock()
+
     def should_stop(self) -> bool:
-        return self.stop.is_set()
+        return self.stop.is_set() or self.lost_lock()
 
 
 def start_run(store: Store, command: str) -> RunRecord:
@@ -111,7 +116,7 @@ def recorded_run(store: Store, command: str) -> Iterator[RunRecord]:
         finish_run(store, record, "partial" if record.errors else "ok")
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -137,7 +142,7 @@ def mark_abandoned(
         for run_id, command, run_host, pid in rows:
             if run_id == current_run:
                 continue
-            if command in locked or (run_host == host and pid and pid != os.getpid() and not _pid_alive(pid)):
+            if command in locked or (run_host == host and pid and pid != os.getpid() and not pid_alive(pid)):
                 dead.append(run_id)
         if dead:
             s.execute(
