@@ -58,8 +58,6 @@ from monitor.store.runs import RunRecord, mark_abandoned, pid_alive, recorded_ru
 log = logging.getLogger(__name__)
 
 RUN_LOCK = "run"
-# A holder re-reads the lock's row at most this often when asked whether it still holds the lock.
-VERIFY_SECONDS = 1.0
 
 
 @dataclass
@@ -135,7 +133,6 @@ class RunLock:
         self.held = False
         self.took_over: LockInfo | None = None  # the dead or stale holder we replaced, if any
         self.took_over_from = ""  # how we said it: "a dead run" or "a stale run"
-        self._verified = 0.0  # monotonic time the row last said we hold the lock
         self._conn: Connection | None = None  # PostgreSQL: the connection that owns the advisory lock
         self._key: int | None = None
         self._stop = threading.Event()
@@ -289,13 +286,11 @@ class RunLock:
     # --- holding ----------------------------------------------------------------------------------
 
     def holds(self) -> bool:
-        """Whether this process still holds the lock, by the lock's row (re-read at most every
-        VERIFY_SECONDS): a run suspended past the staleness limit may have been taken over meanwhile,
-        and must learn it before it starts more work, not at the next heartbeat."""
+        """Whether this process still holds the lock, by the lock's row, read now (one indexed read per
+        call group): a run suspended past the staleness limit may have been taken over meanwhile, and
+        must learn it before it starts more work, not at its next heartbeat."""
         if not self.held or self._lost.is_set():
             return False
-        if time.monotonic() - self._verified < VERIFY_SECONDS:
-            return True
         try:
             if self._conn is not None:  # PostgreSQL: our connection still owns the advisory lock
                 row = lock_holder(self._conn, self.name)
@@ -311,7 +306,6 @@ class RunLock:
             self._lost.set()
             log.error("run lock %r was taken over by another run", self.name)
             return False
-        self._verified = time.monotonic()
         return True
 
     def _heartbeat(self) -> None:
