@@ -3,9 +3,14 @@
 Structured output is asked for in the strongest form the server accepts: a strict JSON schema, then
 `json_object` with the schema attached (llama.cpp's extension), then plain `json_object`, then plain
 text. The first form that works is remembered for the life of the transport; one worker probes while
-the others wait, so probing costs one failed request per run at most. Transient failures (429, 5xx,
-timeouts, dropped connections) are retried a bounded number of times, waiting what the server's
-`Retry-After` asks, else backing off exponentially.
+the others wait, so probing costs one failed request per run at most. Only a 4xx or 501, or a 500 whose
+message names the form, says a form is unsupported; any other 5xx is a failure. Transient failures (429,
+5xx, timeouts, dropped connections) are retried a bounded number of times, waiting what the server's
+`Retry-After` asks, else backing off exponentially. A server that answers nothing but failures (5xx,
+429) for `judge.server_failure_seconds` trips a second breaker: ServerUnavailable stops the run.
+
+A reply cut off (at the token limit, or a body that ends early) is a truncated answer (TruncatedReply):
+an answer failure of the pair, never "cannot reach the server", and not corrected or retried.
 
 Against a server that runs one request at a time (llama.cpp, Ollama), parallel requests turn into
 timeouts the server keeps working on: each timeout halves the requests allowed in flight, down to one,
