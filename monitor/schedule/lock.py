@@ -291,17 +291,16 @@ class RunLock:
         must learn it before it starts more work, not at its next heartbeat."""
         if not self.held or self._lost.is_set():
             return False
+        if self._conn is not None:
+            # PostgreSQL: nobody can take the advisory lock while our connection lives; the heartbeat
+            # (the connection's only other user) notices when it dies.
+            return True
         try:
-            if self._conn is not None:  # PostgreSQL: our connection still owns the advisory lock
-                row = lock_holder(self._conn, self.name)
-            else:
-                with self.store.engine.connect() as conn:
-                    row = lock_holder(conn, self.name)
-        except Exception as exc:  # noqa: BLE001 - a lost connection loses PostgreSQL's lock with it
-            if self._conn is None:
-                return True  # SQLite busy: the heartbeat and the next check will tell
-            row = None
-            log.error("run lock %r: cannot read the lock: %s", self.name, exc)
+            with self.store.engine.connect() as conn:
+                row = lock_holder(conn, self.name)
+        except OperationalError as exc:  # SQLite busy: the next check or the heartbeat will tell
+            log.info("run lock %r: cannot read the lock now: %s", self.name, exc.orig)
+            return True
         if row is None or row[0] != self.holder:
             self._lost.set()
             log.error("run lock %r was taken over by another run", self.name)
@@ -318,10 +317,14 @@ class RunLock:
     def beat(self) -> None:
         """Refresh the heartbeat; notices when another process took the row over."""
         if self._conn is not None:
-            refresh_heartbeat(self._conn, self.name, self.holder)
-            return
-        with self.store.engine.begin() as conn:
-            kept = refresh_heartbeat(conn, self.name, self.holder)
+            try:
+                kept = refresh_heartbeat(self._conn, self.name, self.holder)
+            except Exception:
+                self._lost.set()  # the connection is gone, and the advisory lock with it
+                raise
+        else:
+            with self.store.engine.begin() as conn:
+                kept = refresh_heartbeat(conn, self.name, self.holder)
         if not kept:
             self._lost.set()
             log.error("run lock %r was taken over by another run", self.name)
