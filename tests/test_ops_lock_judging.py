@@ -147,3 +147,27 @@ def test_a_run_whose_lock_was_taken_over_stops_before_its_next_call(tmp_path, co
     sent = _pairs_sent(llm)
     assert sent and max(sent.values()) == 1
     assert _judged(tmp_path) == len(sent)
+
+
+def test_relevance_takes_the_run_lock_only_with_the_llm_screen(tmp_path, config, llm) -> None:
+    from monitor.schedule.lock import RunLock
+
+    url = f"sqlite:///{tmp_path / 'monitor.db'}"
+    store = open_store(url)
+    held = RunLock(store)  # a run is judging
+    held.acquire()
+    try:
+        plain = monitor(config, "relevance")
+        assert plain.returncode == 0, plain.stderr  # BM25 and embeddings cost nothing: no lock needed
+        screened = write_config(
+            tmp_path,
+            url,
+            judge={"provider": "openai", "base_url": llm.url, "api_key": "sk-lock"},
+            relevance={"screen": "llm"},
+        )
+        busy = monitor(screened, "relevance")
+        assert busy.returncode == 75 and "run lock" in busy.stderr, busy.stderr
+    finally:
+        held.release()
+        store.close()
+    assert llm.chat_requests() == []
