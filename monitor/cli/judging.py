@@ -72,7 +72,8 @@ def judge_command(
     """Sync claims, pick candidate (paper, claim) pairs, judge the pending ones and store assessments.
 
     SIGTERM/SIGINT stop starting calls: what finished is kept, the run ends `interrupted`, exit 130.
-    A spent token budget exits 7 and a judge that answered nothing 6, as `monitor run` does.
+    A spent token budget exits 7 and a judge that answered nothing 6, as `monitor run` does. It takes
+    the run lock (not with --dry-run): while another run holds it, exit 75.
     """
     from monitor.schedule.judging import JudgeRequest, judge_once
     from monitor.schedule.signals import StopFlag, graceful_stop
