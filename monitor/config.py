@@ -157,6 +157,8 @@ class JudgeSettings(Section):
     response_format: Literal["auto", "json_schema", "json_object_schema", "json_object", "text"] = "auto"
     backoff_seconds: float = Field(default=1.0, ge=0)  # first retry wait when the server sends no Retry-After
     max_retry_wait_seconds: float = Field(default=120.0, ge=0)  # a longer Retry-After is not waited for
+    # Server failures (5xx, 429) in a row for this long stop the run (exit 6); a rerun resumes.
+    server_failure_seconds: float = Field(60.0, gt=0.0, le=3600.0)
     max_output_tokens: int = Field(default=300, ge=1)  # per claim in a call
     prompts_dir: Path | None = None  # your own judge_*.j2 templates (default: the shipped prompts/)
     batch_poll_seconds: float = Field(default=30.0, gt=0)  # with `monitor judge --batch --wait`

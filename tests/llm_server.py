@@ -12,6 +12,7 @@ import email.parser
 import email.policy
 import json
 import re
+import socket
 import threading
 import time
 from collections import deque
@@ -29,6 +30,7 @@ class Reply:
     body: Any = None  # dict/list -> JSON, str -> sent as is
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0  # seconds to wait before answering (longer than the client timeout = a timeout)
+    cut_at: int | None = None  # send only this many bytes of the body, then close (a reply cut off)
 
 
 @dataclass
@@ -233,6 +235,12 @@ def _write_reply(handler: BaseHTTPRequestHandler, reply: Reply) -> None:
     for name, value in reply.headers.items():
         handler.send_header(name, value)
     handler.end_headers()
+    if reply.cut_at is not None:
+        handler.wfile.write(data[: reply.cut_at])
+        handler.wfile.flush()
+        handler.close_connection = True
+        handler.connection.shutdown(socket.SHUT_RDWR)
+        return
     handler.wfile.write(data)
 
 

@@ -87,8 +87,57 @@ def test_sqlite_remote_holder_is_stale_only_after_the_timeout(sqlite_url) -> Non
     store = open_store(sqlite_url)
     _insert_holder(store, "other-host:123:cafe", heartbeat_age_s=10)
     assert not RunLock(store, stale_seconds=60).try_acquire()  # fresh heartbeat: alive
-    lock = RunLock(store, stale_seconds=5)  # 10 s without a heartbeat: presumed dead
+    lock = RunLock(store, stale_seconds=5)  # 10 s without a heartbeat: stale, not known dead
     assert lock.try_acquire()
+    assert lock.took_over_from == "a stale run"
+    lock.release()
+
+
+def test_a_live_local_holder_is_never_taken_over_however_old_its_heartbeat(sqlite_url) -> None:
+    store = open_store(sqlite_url)
+    now = utcnow()
+    with store.session() as s:  # this very process, silent for an hour (as if suspended)
+        s.add(
+            Lock(
+                name="run",
+                holder=f"{os.uname().nodename}:{os.getpid()}:sleepy",
+                acquired_at=now,
+                heartbeat_at=now - dt.timedelta(hours=1),
+            )
+        )
+    lock = RunLock(store, stale_seconds=5)
+    assert not lock.try_acquire()
+    with pytest.raises(LockHeld) as err:
+        lock.acquire()
+    assert "alive but has not heartbeated" in str(err.value) and f"kill -CONT {os.getpid()}" in str(err.value)
+
+
+def test_a_local_pid_reused_since_the_lock_was_taken_is_a_dead_holder(sqlite_url) -> None:
+    store = open_store(sqlite_url)
+    long_ago = utcnow() - dt.timedelta(days=30)  # before this process started: the pid was reused
+    with store.session() as s:
+        s.add(
+            Lock(
+                name="run",
+                holder=f"{os.uname().nodename}:{os.getpid()}:old",
+                acquired_at=long_ago,
+                heartbeat_at=utcnow(),
+            )
+        )
+    lock = RunLock(store, stale_seconds=3600)
+    assert lock.try_acquire()
+    assert lock.took_over_from == "a dead run" and lock.took_over is not None
+    lock.release()
+
+
+def test_a_holder_learns_it_lost_the_lock_at_once(sqlite_url) -> None:
+    store = open_store(sqlite_url)
+    lock = RunLock(store, heartbeat_seconds=3600)  # no heartbeat will tell it
+    lock.acquire()
+    assert lock.holds()
+    with store.session() as s:
+        s.get(Lock, "run").holder = "thief:1:x"  # type: ignore[union-attr]
+    assert not lock.holds() and lock.lost
     lock.release()
 
 

@@ -229,3 +229,26 @@ def test_the_walk_and_the_commands(tmp_path: Path, llm) -> None:
     assert bad.returncode == 64 and "already accepted" in bad.stderr
     unknown = monitor("review", "reword", "reject", "99")
     assert unknown.returncode == 64 and "no proposed wording with id 99" in unknown.stderr
+
+
+def test_propose_waits_for_the_run_lock_and_asks_nothing_meanwhile(tmp_path: Path, llm) -> None:
+    from monitor.schedule.lock import RunLock
+
+    url = f"sqlite:///{tmp_path / 'monitor.db'}"
+    store = open_store(url)
+    relaxed_world(store)
+    env = dict(os.environ, MONITOR_DATABASE__URL=url, MONITOR_JUDGE__BASE_URL=llm.url, **TRUSTED_ENV)
+    env.pop("MONITOR_CONFIG", None)
+    command = [sys.executable, "-c", "from monitor.cli import main; main()", "review", "reword", "propose"]
+    held = RunLock(store)  # a run is judging: proposing now would pay beside it
+    held.acquire()
+    try:
+        busy = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    finally:
+        held.release()
+    assert busy.returncode == 75 and "run lock" in busy.stderr, busy.stderr
+    assert llm.chat_requests() == []
+    llm.push(reply())
+    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    assert done.returncode == 0 and len(llm.chat_requests()) == 1, done.stderr
+    store.close()

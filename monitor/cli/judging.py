@@ -20,12 +20,18 @@ def relevance_command(
     ] = None,
 ) -> None:
     """Pick the (paper, claim) pairs worth judging among papers each claim has not been scanned against."""
+    from contextlib import nullcontext
+
     from monitor.relevance import select_candidates
+    from monitor.schedule.lock import run_lock
     from monitor.store.runs import recorded_run
 
     app_ctx = ctx_of(ctx)
-    with recorded_run(app_ctx.store, "relevance") as run:
-        summary = select_candidates(app_ctx.store, app_ctx.settings, run=run, claim_ids=claim or None)
+    store, settings = app_ctx.store, app_ctx.settings
+    # The LLM screen pays for its calls: under the run lock, like `monitor judge`.
+    locked = run_lock(store, settings) if settings.relevance.screen == "llm" else nullcontext()
+    with locked, recorded_run(store, "relevance") as run:
+        summary = select_candidates(store, settings, run=run, claim_ids=claim or None)
     console.print(
         f"relevance ({summary.method}): {summary.papers_scanned} paper version(s) scanned against "
         f"{summary.claims} claim(s), [bold]{summary.candidates_added}[/] new candidate(s), "
@@ -66,7 +72,8 @@ def judge_command(
     """Sync claims, pick candidate (paper, claim) pairs, judge the pending ones and store assessments.
 
     SIGTERM/SIGINT stop starting calls: what finished is kept, the run ends `interrupted`, exit 130.
-    A spent token budget exits 7 and a judge that answered nothing 6, as `monitor run` does.
+    A spent token budget exits 7 and a judge that answered nothing 6, as `monitor run` does. It takes
+    the run lock (not with --dry-run): while another run holds it, exit 75.
     """
     from monitor.schedule.judging import JudgeRequest, judge_once
     from monitor.schedule.signals import StopFlag, graceful_stop

@@ -148,9 +148,11 @@ def reword_propose_command(
     """Ask the configured LLM for a narrowed wording of each claim with confirmed RELAXES evidence."""
     from monitor.review.rewording import propose_rewordings
     from monitor.review.session import print_proposed
+    from monitor.schedule.lock import run_lock
 
     app_ctx = ctx_of(ctx)
-    summary = propose_rewordings(app_ctx.existing_store, app_ctx.settings, claim_ids=claim or None)
+    with run_lock(app_ctx.existing_store, app_ctx.settings):  # it pays for LLM calls: one at a time
+        summary = propose_rewordings(app_ctx.existing_store, app_ctx.settings, claim_ids=claim or None)
     print_proposed(console, summary)
     if not summary.proposed and not summary.failed:
         console.print(

@@ -33,7 +33,7 @@ class JudgePrompts:
         return self.templates.render("judge_system.j2")
 
     def user(self, paper: PaperText, claims: list[ClaimText]) -> str:
-        return self.templates.render("judge_user.j2", paper=paper, claims=claims)
+        return self.templates.render("judge_user.j2", paper=paper.for_prompt(), claims=claims)
 
     def correction(self, problem: str, claim_ids: list[str]) -> str:
         return self.templates.render("judge_correction.j2", problem=problem, claim_ids=claim_ids)

@@ -16,6 +16,11 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(len(text) / 4)
 
 
+def messages_tokens(messages: list[dict[str, str]]) -> int:
+    """Estimated prompt tokens of a chat request's messages."""
+    return sum(estimate_tokens(str(m.get("content") or "")) for m in messages)
+
+
 def token_cost(settings: Settings, prompt_tokens: int, completion_tokens: int, batch: bool = False) -> float:
     """USD for these tokens at the configured per-token rates (judge.price_*); the Batch API costs half."""
     cfg = settings.judge

@@ -3,7 +3,8 @@
 Every prompt family (judge, screen, research questions, rewording) is versioned by the same formula,
 `prompt_version`: any edit to a template gives a new version, which is part of the cache key of what
 the prompt produced, so changed prompts redo what they should and nothing else. Paper and claim text
-is untrusted: the `untrusted` filter defuses anything in it that looks like a delimiter tag.
+is untrusted: the `untrusted` filter defuses anything in it that looks like a delimiter tag or a chat
+template's special token, and drops invisible characters.
 """
 
 from __future__ import annotations
@@ -33,17 +34,33 @@ def _shipped_prompts_dir() -> Path:
 DEFAULT_PROMPTS_DIR = _shipped_prompts_dir()
 
 # Tags the user prompt uses as delimiters; in paper text they are escaped so the text cannot close them.
-_DELIMITER_TAG = re.compile(r"<\s*/?\s*(?:paper|title|abstract|claims?)\b[^<>]*>?", re.IGNORECASE)
+_DELIMITER = r"<\s*/?\s*(?:paper|title|abstract|claims?)\b[^<>]*>?"
+# Chat templates' special tokens, which a server that tokenizes the rendered template with special tokens
+# on (llama.cpp) would read as turn boundaries: ChatML, Llama 3 and Phi `<|...|>`, Llama 2 and Mistral
+# `[INST]`, `<<SYS>>`, `<s>`, `</s>`, Gemma's turns. Escaped like the delimiters, they reach the model
+# as text.
+_SPECIAL_TOKEN = (
+    r"<\|[^<>|\s]{1,40}\|>"
+    r"|</?(?:s|bos|eos|pad|unk|start_of_turn|end_of_turn)>"
+    r"|\[/?(?:INST|SYS|SYSTEM_PROMPT|AVAILABLE_TOOLS|TOOL_CALLS|TOOL_RESULTS)\]"
+    r"|<</?SYS>>"
+)
+_DEFUSE = re.compile(f"{_DELIMITER}|{_SPECIAL_TOKEN}", re.IGNORECASE)
 
 
-# Invisible characters a paper could slip into a tag (`</pa\u200bper>`) that a model reads past: format
-# characters (zero-width spaces and joiners, bidi controls, soft hyphens, BOM), the combining grapheme
-# joiner and variation selectors.
+# Invisible characters a paper could slip into a tag (`</pa\u200bper>`) that a model reads past, or hide
+# instructions in (Unicode tag characters U+E0000..U+E007F spell ASCII invisibly): format characters
+# (category Cf: zero-width spaces and joiners, bidi controls, soft hyphens, BOM, tag characters), the
+# combining grapheme joiner and variation selectors. They are dropped from untrusted text.
 _INVISIBLE = frozenset({"\u034f", *map(chr, range(0xFE00, 0xFE10))})
 
 
+def _invisible(char: str) -> bool:
+    return char in _INVISIBLE or unicodedata.category(char) == "Cf"
+
+
 def _escape(tag: str) -> str:
-    return tag.replace("<", "&lt;").replace(">", "&gt;")
+    return tag.replace("<", "&lt;").replace(">", "&gt;").replace("[", "&#91;").replace("]", "&#93;")
 
 
 def _folded(text: str) -> tuple[str, list[int]]:
@@ -52,7 +69,7 @@ def _folded(text: str) -> tuple[str, list[int]]:
     view: list[str] = []
     origin: list[int] = []
     for index, char in enumerate(text):
-        if char in _INVISIBLE or unicodedata.category(char) == "Cf":
+        if _invisible(char):
             continue
         plain = unicodedata.normalize("NFKC", char)  # full-width `＜／ｐａｐｅｒ＞` -> `</paper>`
         view.append(plain)
@@ -61,24 +78,25 @@ def _folded(text: str) -> tuple[str, list[int]]:
 
 
 def defuse(text: str) -> str:
-    """Escape delimiter-like tags (`</paper>`, `<claim ...>`) inside untrusted text.
+    """Escape delimiter-like tags (`</paper>`, `<claim ...>`) and chat-template special tokens
+    (`<|im_end|>`, `[INST]`, `</s>`) inside untrusted text, and drop invisible characters.
 
-    Tags are looked for in the normalised view of the text, so look-alike forms (`＜/paper＞`,
-    `<\u200b/paper>`) are caught too. Only a tag's own span is rewritten, as its plain escaped form;
-    the rest of the text reaches the model unchanged.
+    Tags and tokens are looked for in the normalised view of the text, so look-alike forms
+    (`＜/paper＞`, `<\u200b/paper>`, `<｜im_end｜>`) are caught too. Only a match's own span is rewritten,
+    as its plain escaped form; the rest of the text reaches the model as it was, less invisible characters.
     """
-    if text.isascii():  # nothing to normalise: the common case, kept fast
-        return _DELIMITER_TAG.sub(lambda m: _escape(m.group(0)), text)
+    if text.isascii():  # nothing to normalise or drop: the common case, kept fast
+        return _DEFUSE.sub(lambda m: _escape(m.group(0)), text)
     view, origin = _folded(text)
     out: list[str] = []
     done = 0  # text[:done] is already in `out`
-    for match in _DELIMITER_TAG.finditer(view):
+    for match in _DEFUSE.finditer(view):
         start = max(origin[match.start()], done)  # one character may expand to several (NFKC)
         end = origin[match.end() - 1] + 1
         out += [text[done:start], _escape(match.group(0))]
         done = end
     out.append(text[done:])
-    return "".join(out)
+    return "".join(char for char in "".join(out) if not _invisible(char))
 
 
 def prompt_version(directory: Path, names: tuple[str, ...]) -> str:

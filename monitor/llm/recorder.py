@@ -32,8 +32,11 @@ class ExchangeRecorder:
 
     def __call__(self, exchange: Exchange) -> int | None:
         request = dict(exchange.request)
-        if exchange.extra:
-            request["meta"] = exchange.extra
+        meta = dict(exchange.extra)
+        if exchange.estimated:
+            meta["estimated_tokens"] = list(exchange.estimated)
+        if meta:
+            request["meta"] = meta
         fields = {
             "run_id": self.run_id,
             "provider": exchange.provider,
@@ -49,9 +52,11 @@ class ExchangeRecorder:
         }
         with self.store.session() as session:
             row_id = add_exchange(session, fields)
+        # A server that reports no usage still spent tokens: count the local estimate against the budget.
+        prompt, completion = exchange.estimated or (exchange.prompt_tokens, exchange.completion_tokens)
         with self._lock:
             self.calls += 1
             self.failed_calls += 1 if exchange.error else 0
-            self.prompt_tokens += exchange.prompt_tokens
-            self.completion_tokens += exchange.completion_tokens
+            self.prompt_tokens += prompt
+            self.completion_tokens += completion
         return row_id

@@ -3,8 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+# What a prompt carries of a paper at most: arXiv caps abstracts at 1,920 characters, so only malformed
+# or hostile text is cut (a megabyte abstract would otherwise be sent, and paid for, verbatim).
+MAX_TITLE_CHARS = 500
+MAX_ABSTRACT_CHARS = 4000
+
+
+def clip(text: str, limit: int, what: str) -> str:
+    """`text` cut to `limit` characters, with a marker saying so (the model should know it reads a part)."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]} [{what} truncated: {limit:,} of {len(text):,} characters shown]"
 
 
 @dataclass(frozen=True)
@@ -16,6 +28,14 @@ class PaperText:
     title: str
     abstract: str
     published: str | None = None  # ISO date the paper appeared, shown to LLM judges beside the claim's date
+
+    def for_prompt(self) -> PaperText:
+        """This paper as a prompt carries it: title and abstract capped (MAX_*_CHARS)."""
+        return replace(
+            self,
+            title=clip(self.title, MAX_TITLE_CHARS, "title"),
+            abstract=clip(self.abstract, MAX_ABSTRACT_CHARS, "abstract"),
+        )
 
 
 @dataclass(frozen=True)
@@ -42,6 +62,8 @@ class Exchange:
     latency_ms: int = 0
     error: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # (prompt, completion) tokens estimated locally, for a reply whose server reported no usage
+    estimated: tuple[int, int] | None = None
 
 
 # The recorder stores an Exchange and returns its row id (or None when nothing is stored).

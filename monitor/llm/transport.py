@@ -3,9 +3,14 @@
 Structured output is asked for in the strongest form the server accepts: a strict JSON schema, then
 `json_object` with the schema attached (llama.cpp's extension), then plain `json_object`, then plain
 text. The first form that works is remembered for the life of the transport; one worker probes while
-the others wait, so probing costs one failed request per run at most. Transient failures (429, 5xx,
-timeouts, dropped connections) are retried a bounded number of times, waiting what the server's
-`Retry-After` asks, else backing off exponentially.
+the others wait, so probing costs one failed request per run at most. Only a 4xx or 501, or a 500 whose
+message names the form, says a form is unsupported; any other 5xx is a failure. Transient failures (429,
+5xx, timeouts, dropped connections) are retried a bounded number of times, waiting what the server's
+`Retry-After` asks, else backing off exponentially. A server that answers nothing but failures (5xx,
+429) for `judge.server_failure_seconds` trips a second breaker: ServerUnavailable stops the run.
+
+A reply cut off (at the token limit, or a body that ends early) is a truncated answer (TruncatedReply):
+an answer failure of the pair, never "cannot reach the server", and not corrected or retried.
 
 Against a server that runs one request at a time (llama.cpp, Ollama), parallel requests turn into
 timeouts the server keeps working on: each timeout halves the requests allowed in flight, down to one,
@@ -17,6 +22,7 @@ of it. A stage asks its own `Question` (messages, schema, parser, corrective tur
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import threading
@@ -32,15 +38,20 @@ from tenacity import RetryCallState, Retrying, retry_if_exception
 from monitor.config import JudgeSettings
 from monitor.errors import ConfigError, JudgeError
 from monitor.llm.answers import AnswerRejected, InvalidAnswer, looks_like_refusal
+from monitor.llm.cost import estimate_tokens, messages_tokens
 from monitor.llm.retry import (
     MAX_BACKOFF_SECONDS,
-    UNSUPPORTED,
+    FailureStreak,
     InFlightLimit,
     ServerUnavailable,
+    TruncatedReply,
+    cut_off,
     refused_connection,
     retry_after_seconds,
     safe_url,
+    server_failure,
     status_of,
+    unsupported_form,
 )
 from monitor.llm.texts import Exchange, Recorder
 
@@ -99,6 +110,7 @@ class ChatTransport:
         self._mode: Mode | None = None if settings.response_format == "auto" else settings.response_format
         self.in_flight = InFlightLimit(max(1, settings.concurrency))
         self._unreachable = 0  # calls in a row that could not connect
+        self._failures = FailureStreak(settings.server_failure_seconds)
         self._warnings: list[str] = []
 
     @property
@@ -132,9 +144,15 @@ class ChatTransport:
                 if looks_like_refusal(done.text):
                     self._record(recorder, done, error=f"refusal: {(done.text or '')[:500]}", turn=turn)
                     raise AnswerRejected(f"{where}: the model refused: {(done.text or '')[:200]}") from None
-                problem = str(exc)
                 if done.finish_reason == "length":
-                    problem += " (the reply was cut off at the token limit)"
+                    # A corrective turn would be cut off at the same limit: say what to change instead.
+                    problem = (
+                        f"truncated answer: the reply was cut off at the token limit (max_tokens "
+                        f"{question.max_tokens}); raise judge.max_output_tokens or shorten the prompt"
+                    )
+                    self._record(recorder, done, error=problem, turn=turn)
+                    raise TruncatedReply(f"{where}: {problem}") from None
+                problem = str(exc)
                 self._record(recorder, done, error=f"invalid answer: {problem}", turn=turn)
                 # One corrective turn: show the model its answer and what was wrong with it.
                 messages = [
@@ -192,16 +210,16 @@ class ChatTransport:
             try:
                 done = self._send(request, mode, probing, recorder)
             except openai.APIConnectionError as exc:
+                if cut_off(exc):
+                    raise TruncatedReply(f"{where}: {self.describe(exc)}") from None
                 if refused_connection(exc):
                     self._connect_failed(exc)
                 raise JudgeError(f"{where}: {self.describe(exc)}") from None
             except openai.APIStatusError as exc:
                 self._connected()
-                if probing and exc.status_code in UNSUPPORTED:
+                if probing and unsupported_form(exc):
                     continue  # this server does not take this form; try the next one
-                if exc.status_code in (401, 403, 404):
-                    raise ServerUnavailable(f"{where}: {self.describe(exc)}") from None
-                raise JudgeError(f"{where}: {self.describe(exc)}") from None
+                raise self._status_error(exc, where) from None
             except openai.APIError as exc:
                 raise JudgeError(f"{where}: {self.describe(exc)}") from None
             self._connected()
@@ -213,6 +231,14 @@ class ChatTransport:
             f"{where}: the server accepted no request form"
         )  # pragma: no cover - text never probes
 
+    def _status_error(self, exc: openai.APIStatusError, where: str) -> JudgeError:
+        """What a request the server answered with an error (after its retries) ends the call with."""
+        if exc.status_code in (401, 403, 404):
+            return ServerUnavailable(f"{where}: {self.describe(exc)}")
+        if self._failures.open:
+            return ServerUnavailable(self._failing_message())
+        return JudgeError(f"{where}: {self.describe(exc)}")
+
     # --- an unreachable server --------------------------------------------------------------------
 
     def _unreachable_message(self, exc: BaseException | None = None) -> str:
@@ -223,10 +249,21 @@ class ChatTransport:
             "(judge.base_url / OPENAI_BASE_URL)?"
         )
 
+    def _failing_message(self) -> str:
+        streak = self._failures
+        return (
+            f"the judge server at {safe_url(str(self.client.base_url))} failed {streak.count} requests in a "
+            f"row over {streak.seconds:.0f}s (last: {streak.last}); stopped asking it "
+            f"(judge.server_failure_seconds = {streak.window:g}). What was judged is kept; run again "
+            "once the server answers"
+        )
+
     def _check_reachable(self) -> None:
-        # Once the breaker is open, calls already handed out fail without another connection attempt.
+        # Once a breaker is open, calls already handed out fail without another request.
         if self._unreachable >= UNREACHABLE_CALLS:
             raise ServerUnavailable(self._unreachable_message())
+        if self._failures.open:
+            raise ServerUnavailable(self._failing_message())
 
     def _connect_failed(self, exc: BaseException) -> None:
         with self._lock:
@@ -271,15 +308,21 @@ class ChatTransport:
                 latency = int((time.monotonic() - started) * 1000)
                 if isinstance(exc, openai.APITimeoutError):
                     self._timed_out()
+                self._count(exc)
                 self._record_failure(recorder, request, mode, latency, attempt, exc)
                 raise
             except ValueError as exc:
-                # A 200 whose body is not JSON (a proxy's error page): the client raises a plain
-                # JSONDecodeError. Make it the pair's error, so the run goes on and a rerun retries it.
+                # A 200 whose body is not JSON (a proxy's error page, or JSON cut off): the client raises a
+                # plain JSONDecodeError. Make it the pair's error, so the run goes on and a rerun retries it.
                 latency = int((time.monotonic() - started) * 1000)
                 self._record_failure(recorder, request, mode, latency, attempt, exc)
+                if _ends_mid_json(exc):
+                    raise TruncatedReply(
+                        f"truncated answer: the server's reply ends mid-JSON after {len(exc.doc)} characters"  # type: ignore[attr-defined]
+                    ) from None
                 raise JudgeError(f"unreadable reply from the server (not JSON: {str(exc)[:120]})") from None
             latency = int((time.monotonic() - started) * 1000)
+            self._failures.answered()
         choice = response.choices[0] if response.choices else None
         message = choice.message if choice else None
         usage = response.usage
@@ -295,8 +338,15 @@ class ChatTransport:
             attempt=attempt,
         )
 
+    def _count(self, exc: openai.APIError) -> None:
+        """Keep the failure streak: a failed request adds to it, any other answer ends it."""
+        if server_failure(status := status_of(exc)):
+            self._failures.failed(self.describe(exc)[:200])
+        elif status is not None:
+            self._failures.answered()
+
     def _stop(self, state: RetryCallState) -> bool:
-        if state.attempt_number >= self.settings.max_retries + 1:
+        if state.attempt_number >= self.settings.max_retries + 1 or self._failures.open:
             return True
         exc = state.outcome.exception() if state.outcome else None
         return refused_connection(exc) and state.attempt_number >= _CONNECT_ATTEMPTS
@@ -317,16 +367,16 @@ class ChatTransport:
 
     def _transient(self, exc: BaseException, probing: bool) -> bool:
         if isinstance(exc, openai.APIConnectionError):  # includes timeouts
-            return True
+            return not cut_off(exc)  # a reply cut off is an answer, not a lost connection
         status = status_of(exc)
         if status is None:
             return False
-        if probing and status in UNSUPPORTED:
+        if probing and unsupported_form(exc):
             return False
         wait = retry_after_seconds(exc)
         if wait is not None and wait > self.settings.max_retry_wait_seconds:
             return False  # the server asks for longer than we are willing to block
-        return status in (408, 409, 429) or status >= 500
+        return server_failure(status)
 
     def _wait(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
@@ -346,6 +396,11 @@ class ChatTransport:
         status = status_of(exc)
         if isinstance(exc, openai.APITimeoutError):
             return f"request timed out after {self.settings.timeout_seconds:g}s"
+        if cut_off(exc):
+            return (
+                "truncated answer: the server's reply was cut off before its end; if it repeats, raise "
+                "judge.max_output_tokens or shorten the prompt"
+            )
         if isinstance(exc, openai.APIConnectionError):
             return f"cannot reach the judge server ({exc.__class__.__name__})"
         message = getattr(exc, "message", None) or str(exc)
@@ -388,6 +443,10 @@ class ChatTransport:
     ) -> int | None:
         if recorder is None:
             return None
+        estimated = None
+        if not (done.prompt_tokens or done.completion_tokens):  # the server reported no usage
+            reply = done.text if done.text is not None else done.refusal
+            estimated = (messages_tokens(done.request["messages"]), estimate_tokens(reply or ""))
         return recorder(
             Exchange(
                 provider=self.provider,
@@ -401,6 +460,7 @@ class ChatTransport:
                 latency_ms=done.latency_ms,
                 error=error,
                 extra={"attempt": done.attempt, "turn": turn, "finish_reason": done.finish_reason},
+                estimated=estimated,
             )
         )
 
@@ -416,3 +476,11 @@ class ChatTransport:
         return OpenAI(
             api_key=key, base_url=self.settings.base_url, timeout=self.settings.timeout_seconds, max_retries=0
         )
+
+
+def _ends_mid_json(exc: ValueError) -> bool:
+    """A reply body that starts as a JSON object and stops before it is complete."""
+    if not isinstance(exc, json.JSONDecodeError):
+        return False
+    body = exc.doc.rstrip()
+    return body.startswith("{") and (exc.pos >= len(body) or exc.msg.startswith("Unterminated"))

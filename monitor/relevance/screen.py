@@ -53,7 +53,10 @@ class ScreenPrompts:
     def messages(self, paper: PaperText, claims: list[ClaimText]) -> list[dict[str, str]]:
         return [
             {"role": "system", "content": self.templates.render("screen_system.j2")},
-            {"role": "user", "content": self.templates.render("screen_user.j2", paper=paper, claims=claims)},
+            {
+                "role": "user",
+                "content": self.templates.render("screen_user.j2", paper=paper.for_prompt(), claims=claims),
+            },
         ]
 
     def correction(self, problem: str, claim_ids: list[str]) -> str:

@@ -1,9 +1,11 @@
-"""`monitor judge`: the pipeline's claims, relevance and judge steps on their own, without the run lock.
+"""`monitor judge`: the pipeline's claims, relevance and judge steps on their own.
 
-A dry run counts what judging (and an LLM relevance screen) would take and calls nothing; `--batch`
-hands the pending pairs to the OpenAI Batch API. A live run judges under the pipeline's budget-and-stop
-policy (`pipeline.judge_step`) inside a recorded `judge` run, so the row ends partial (7), failed (6) or
-interrupted (130) as `monitor run` would.
+A dry run counts what judging (and an LLM relevance screen) would take and calls nothing, without the
+run lock; `--batch` hands the pending pairs to the OpenAI Batch API. A live run takes the run lock, as
+`monitor run` does (two processes judging the same pending pairs would pay for each twice), and judges
+under the pipeline's budget-and-stop policy (`pipeline.judge_step`) inside a recorded `judge` run, so the
+row ends partial (7), failed (6), interrupted (130) or, having lost the lock, failed (75) as `monitor run`
+would.
 """
 
 from __future__ import annotations
@@ -13,10 +15,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from monitor.config import Settings
+from monitor.schedule.lock import locked_run
 from monitor.schedule.pipeline import Steps, judge_step, sync_claims
 from monitor.schedule.signals import StopFlag
 from monitor.store.db import Store
-from monitor.store.runs import recorded_run
 
 if TYPE_CHECKING:
     from monitor.judge.base import Judge
@@ -53,14 +55,15 @@ def judge_once(store: Store, settings: Settings, request: JudgeRequest, stop: St
 
     batch = request.batch or settings.judge.batch
     judge = make_judge(settings, request.provider or ("openai" if batch else None))
-    if request.relevance:
-        _pick(Steps(store, None, stop), store, settings, request, show)
     if request.dry_run:
+        if request.relevance:
+            _pick(Steps(store, None, stop), store, settings, request, show)
         _estimate(store, settings, judge, request, batch, show)
         return
-    with recorded_run(store, "judge") as run:
-        run.stop = stop.event  # the runner stops starting calls once it is set
-        step = Steps(store, run, stop)
+    with locked_run(store, settings, "judge", stop.event) as (run, held, _):
+        if request.relevance:  # unrecorded, as in a dry run, but under the lock: the screen calls the LLM
+            _pick(Steps(store, None, stop, held), store, settings, request, show)
+        step = Steps(store, run, stop, held)
         which = {"force": request.force, "claim_ids": request.claim_ids}
         if batch:
             from monitor.judge.batch import run_batch
@@ -74,8 +77,14 @@ def judge_once(store: Store, settings: Settings, request: JudgeRequest, stop: St
         step(
             "judge",
             lambda: judge_step(
-                store, settings, judge, run, "monitor judge",
-                shown=lambda summary: show("judge", summary), progress=request.progress, **which,
+                store,
+                settings,
+                judge,
+                run,
+                "monitor judge",
+                shown=lambda summary: show("judge", summary),
+                progress=request.progress,
+                **which,
             ),
         )
 

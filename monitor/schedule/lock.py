@@ -6,10 +6,13 @@ next one. The key is derived from the lock name and the current schema, so datab
 server but live in different schemas do not block each other.
 
 SQLite (and any other database): a row in `locks` with the holder (host:pid:token) and a heartbeat
-that a background thread refreshes every `lock_heartbeat_seconds`. A later run takes the row over when
-the holder is presumed dead: at once if the holder ran on this host and its pid no longer exists,
-otherwise once its heartbeat is older than `lock_stale_seconds`. Takeover is a compare-and-swap on
-(holder, heartbeat), so two runs racing for a stale lock cannot both win.
+that a background thread refreshes every `lock_heartbeat_seconds`. A later run takes the row over from
+a holder on this host only when it is dead: its pid no longer exists, or belongs to a process started
+after the lock was taken (the pid was reused). A live local holder is never taken over, however old its
+heartbeat (a suspended run wakes up and goes on). A holder on another host cannot be looked at: once its
+heartbeat is older than `lock_stale_seconds` it is stale and taken over, and should it still be alive,
+it finds out before its next call group (`holds`) and stops with LockHeld. Takeover is a
+compare-and-swap on (holder, heartbeat), so two runs racing for a stale lock cannot both win.
 
 On both, the `locks` row says who holds the lock, so a refused run can name the holder.
 
@@ -31,6 +34,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError, OperationalError
@@ -49,7 +53,7 @@ from monitor.store.locks import (
     try_advisory_lock,
 )
 from monitor.store.models import utcnow
-from monitor.store.runs import RunRecord, mark_abandoned, recorded_run
+from monitor.store.runs import RunRecord, mark_abandoned, pid_alive, recorded_run
 
 log = logging.getLogger(__name__)
 
@@ -64,22 +68,46 @@ class LockInfo:
     acquired_at: dt.datetime
     heartbeat_at: dt.datetime
 
+    @property
+    def host(self) -> str:
+        return self.holder.split(":")[0]
+
+    @property
+    def pid(self) -> int | None:
+        pid = (self.holder.split(":") + [""])[1]
+        return int(pid) if pid.isdigit() else None
+
     def describe(self) -> str:
-        host, pid, _ = (self.holder.split(":") + ["", "", ""])[:3]
         return (
-            f"held by pid {pid} on {host} since {self.acquired_at:%Y-%m-%d %H:%M:%S} UTC "
+            f"held by pid {self.pid} on {self.host} since {self.acquired_at:%Y-%m-%d %H:%M:%S} UTC "
             f"(last heartbeat {self.heartbeat_at:%H:%M:%S} UTC)"
         )
 
+    def silent_seconds(self, now: dt.datetime) -> float:
+        return (now - self.heartbeat_at).total_seconds()
 
-def _pid_alive(pid: int) -> bool:
+
+def _process_started(pid: int) -> dt.datetime | None:
+    """When process `pid` started (UTC, naive like the lock's times), where /proc tells; else None."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        boot = next(line for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime"))
+    except (OSError, StopIteration):
+        return None
+    ticks = int(stat.rsplit(")", 1)[1].split()[19])  # field 22, counted after the command name
+    seconds = int(boot.split()[1]) + ticks / os.sysconf("SC_CLK_TCK")
+    return dt.datetime.fromtimestamp(seconds, dt.UTC).replace(tzinfo=None)
+
+
+def _local_holder_dead(info: LockInfo) -> bool:
+    """The holder ran on this host and its process is gone (its pid is free, or reused since)."""
+    if info.pid is None:
         return False
-    except PermissionError:
+    if not pid_alive(info.pid):
         return True
-    return True
+    started = _process_started(info.pid)
+    # A second of slack: the start time is in clock ticks, the lock's time a little after the start.
+    return started is not None and started > info.acquired_at + dt.timedelta(seconds=1)
 
 
 def _advisory_key(name: str, schema: str) -> int:
@@ -103,7 +131,8 @@ class RunLock:
         self.heartbeat_seconds = heartbeat_seconds
         self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.held = False
-        self.took_over: LockInfo | None = None  # the dead holder we replaced, if any
+        self.took_over: LockInfo | None = None  # the dead or stale holder we replaced, if any
+        self.took_over_from = ""  # how we said it: "a dead run" or "a stale run"
         self._conn: Connection | None = None  # PostgreSQL: the connection that owns the advisory lock
         self._key: int | None = None
         self._stop = threading.Event()
@@ -144,6 +173,12 @@ class RunLock:
                 time.sleep(pause)
         info = self.current()
         who = info.describe() if info else "held by another run"
+        if info is not None and self._suspended(info, utcnow()):
+            who += (
+                f"; that process is alive but has not heartbeated for {info.silent_seconds(utcnow()):.0f}s "
+                f"(suspended? `kill -CONT {info.pid}` lets it finish, or stop it); a live run is never "
+                "taken over"
+            )
         waited = f" after waiting {wait_seconds:.0f}s" if wait_seconds else ""
         raise LockHeld(
             f"another run is in progress on {redact(str(self.store.engine.url))}: run lock {who}{waited}. "
@@ -197,12 +232,13 @@ class RunLock:
                 else:
                     info = LockInfo(*row)
                     won = info.holder == self.holder
-                    if not won and self._presumed_dead(info, now):
+                    gone = "" if won else self._gone(info, now)
+                    if gone:
                         won = take_over(conn, self.name, (info.holder, info.heartbeat_at), self.holder, now)
                         if won:
-                            self.took_over = info
+                            self.took_over, self.took_over_from = info, gone
                             log.warning(
-                                "run lock %r: took over from a dead run (%s)", self.name, info.describe()
+                                "run lock %r: took over from %s (%s)", self.name, gone, info.describe()
                             )
                 if immediate:
                     conn.exec_driver_sql("COMMIT")
@@ -231,12 +267,15 @@ class RunLock:
         except Exception:  # noqa: BLE001 - nothing was begun, or the connection is gone
             pass
 
-    def _presumed_dead(self, info: LockInfo, now: dt.datetime) -> bool:
-        """The staleness rule (see the module docstring)."""
-        host, pid_text = (info.holder.split(":") + ["", ""])[:2]
-        if host == socket.gethostname() and pid_text.isdigit() and not _pid_alive(int(pid_text)):
-            return True
-        return (now - info.heartbeat_at).total_seconds() > self.stale_seconds
+    def _gone(self, info: LockInfo, now: dt.datetime) -> str:
+        """The takeover rule (see the module docstring): "a dead run", "a stale run", or "" (keep off)."""
+        if info.host == socket.gethostname():
+            return "a dead run" if _local_holder_dead(info) else ""
+        return "a stale run" if info.silent_seconds(now) > self.stale_seconds else ""
+
+    def _suspended(self, info: LockInfo, now: dt.datetime) -> bool:
+        """A local holder that is alive but silent past the staleness limit (stopped, or hung)."""
+        return info.host == socket.gethostname() and info.silent_seconds(now) > self.stale_seconds
 
     def current(self) -> LockInfo | None:
         """The recorded holder of this lock, if any."""
@@ -245,6 +284,28 @@ class RunLock:
         return LockInfo(*row) if row else None
 
     # --- holding ----------------------------------------------------------------------------------
+
+    def holds(self) -> bool:
+        """Whether this process still holds the lock, by the lock's row, read now (one indexed read per
+        call group): a run suspended past the staleness limit may have been taken over meanwhile, and
+        must learn it before it starts more work, not at its next heartbeat."""
+        if not self.held or self._lost.is_set():
+            return False
+        if self._conn is not None:
+            # PostgreSQL: nobody can take the advisory lock while our connection lives; the heartbeat
+            # (the connection's only other user) notices when it dies.
+            return True
+        try:
+            with self.store.engine.connect() as conn:
+                row = lock_holder(conn, self.name)
+        except OperationalError as exc:  # SQLite busy: the next check or the heartbeat will tell
+            log.info("run lock %r: cannot read the lock now: %s", self.name, exc.orig)
+            return True
+        if row is None or row[0] != self.holder:
+            self._lost.set()
+            log.error("run lock %r was taken over by another run", self.name)
+            return False
+        return True
 
     def _heartbeat(self) -> None:
         while not self._stop.wait(self.heartbeat_seconds):
@@ -256,10 +317,14 @@ class RunLock:
     def beat(self) -> None:
         """Refresh the heartbeat; notices when another process took the row over."""
         if self._conn is not None:
-            refresh_heartbeat(self._conn, self.name, self.holder)
-            return
-        with self.store.engine.begin() as conn:
-            kept = refresh_heartbeat(conn, self.name, self.holder)
+            try:
+                kept = refresh_heartbeat(self._conn, self.name, self.holder)
+            except Exception:
+                self._lost.set()  # the connection is gone, and the advisory lock with it
+                raise
+        else:
+            with self.store.engine.begin() as conn:
+                kept = refresh_heartbeat(conn, self.name, self.holder)
         if not kept:
             self._lost.set()
             log.error("run lock %r was taken over by another run", self.name)
@@ -303,6 +368,17 @@ def acquire_run_lock(
 
 
 @contextmanager
+def run_lock(store: Store, settings: object) -> Iterator[RunLock]:
+    """The run lock held for a block, taken as the settings say (for commands that record no run but
+    call an LLM: two of them at once would pay for the same answers twice)."""
+    lock = acquire_run_lock(store, settings)
+    try:
+        yield lock
+    finally:
+        lock.release()
+
+
+@contextmanager
 def locked_run(
     store: Store,
     settings: object,
@@ -323,8 +399,10 @@ def locked_run(
             abandoned = mark_abandoned(store, run.id)
             if abandoned:
                 run.warnings.append(f"marked runs {abandoned} abandoned (their process died)")
+            run.holds_lock = held.holds
             if held.took_over is not None:
-                run.warnings.append(f"took the run lock over from a dead run ({held.took_over.describe()})")
+                previous = held.took_over.describe()
+                run.warnings.append(f"took the run lock over from {held.took_over_from} ({previous})")
             yield run, held, abandoned
     finally:
         if lock is None:

@@ -268,6 +268,11 @@ def judge_step(
     summary = judge_pending(store, scoped, judge=judge, run=run, **which)
     if shown is not None:
         shown(summary)
+    if run.lost_lock():  # suspended past the staleness limit and taken over: the taker judges the rest
+        raise LockHeld(
+            f"the run lock was taken over by another run while judging; stopped before the next call "
+            f"({summary.judged} pair(s) judged and kept)"
+        )
     check_judged(summary, settings, again)
     if run.should_stop():  # SIGTERM/SIGINT: the judge started no further call; the rest stays pending
         raise Interrupted(f"stopped while judging; finished work is kept, run `{again}` again to go on")

@@ -11,7 +11,7 @@ import contextlib
 import os
 import socket
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +23,7 @@ from monitor.store.records import Run
 
 # Commands that hold the run lock while they work: a row of theirs still "running" while we hold
 # the lock can only belong to a dead process.
-LOCKED_COMMANDS = ("run", "replay", "retest", "daemon:digest", "daemon:fetch")
+LOCKED_COMMANDS = ("run", "replay", "retest", "judge", "daemon:digest", "daemon:fetch")
 ERROR_CHARS = 300  # one error line in `runs.errors`
 
 
@@ -42,12 +42,17 @@ class RunRecord:
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event, repr=False)
+    # Whether the run still holds the run lock (set by the lock's holder); a run that lost it stops too.
+    holds_lock: Callable[[], bool] | None = field(default=None, repr=False)
 
     def add(self, stage: str, values: dict[str, Any]) -> None:
         self.counts[stage] = values
 
+    def lost_lock(self) -> bool:
+        return self.holds_lock is not None and not self.holds_lock()
+
     def should_stop(self) -> bool:
-        return self.stop.is_set()
+        return self.stop.is_set() or self.lost_lock()
 
 
 def start_run(store: Store, command: str) -> RunRecord:
@@ -128,7 +133,7 @@ def error_line(exc: BaseException) -> str:
     return line if len(line) <= ERROR_CHARS else line[: ERROR_CHARS - 1] + "…"
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -154,7 +159,7 @@ def mark_abandoned(
         for run_id, command, run_host, pid in rows:
             if run_id == current_run:
                 continue
-            if command in locked or (run_host == host and pid and pid != os.getpid() and not _pid_alive(pid)):
+            if command in locked or (run_host == host and pid and pid != os.getpid() and not pid_alive(pid)):
                 dead.append(run_id)
         if dead:
             s.execute(
