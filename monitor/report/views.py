@@ -131,6 +131,10 @@ class Summary:
     # reader must not take its UNRELATED for "nothing bears on the claim".
     judged_embedded: int = 0
     embedded_coverage: Coverage | None = None
+    # Candidate pairs of papers published by the period's end that no judge has answered yet (the
+    # sample's earlier papers after the quickstart): the verdicts do not rest on them.
+    unjudged_pairs: int = 0
+    unjudged_papers: int = 0
 
     def as_stats(self) -> dict[str, Any]:
         return {
@@ -142,6 +146,7 @@ class Summary:
             "new_evidence": self.new_evidence,
             "for_review": self.for_review,
             "judged_embedded": self.judged_embedded,
+            "unjudged_pairs": self.unjudged_pairs,
             "proposals": self.proposals,
             "tokens": self.tokens,
             "cost_usd": round(self.cost_usd, 4),
