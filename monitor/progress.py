@@ -10,6 +10,7 @@ lines off, `MONITOR_NO_PROGRESS=1` turns bars and lines off. The daemon passes `
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import threading
@@ -35,7 +36,7 @@ def line_interval() -> float:
         seconds = float(raw)
     except ValueError:
         seconds = -1.0
-    if not seconds >= 0 or seconds == float("inf"):  # also rejects nan
+    if not (math.isfinite(seconds) and seconds >= 0):
         raise ValueError(f"{INTERVAL_VARIABLE}={raw!r}: expected seconds, a number from 0 (0: no lines)")
     return seconds
 
@@ -92,11 +93,13 @@ class _Lines:
         self.done = 0
         self.started = time.monotonic()
         self.printed = 0
+        self.lock = threading.Lock()  # the judge's workers may advance from several threads
 
     def advance(self, n: int = 1, description: str | None = None) -> None:
-        self.done += n
-        if description is not None:
-            self.description = description
+        with self.lock:
+            self.done += n
+            if description is not None:
+                self.description = description
 
     def line(self, when: str) -> str:
         """`when`: "elapsed" (a tick), "ended" or "failed" (the step's last line)."""
