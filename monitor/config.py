@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
 from monitor.errors import ConfigError
+from monitor.progress import line_interval
 
 DEFAULT_CONFIG_FILE = "monitor.toml"
 ENV_PREFIX = "MONITOR_"
@@ -30,7 +31,8 @@ OTHER_VARIABLES = frozenset(
         "MONITOR_EMBEDDING_MODEL",
         "MONITOR_EMBEDDING_TOKENIZER",
         "MONITOR_SHARED",
-        "MONITOR_NO_PROGRESS",  # progress bars off at a terminal (monitor/progress.py)
+        "MONITOR_NO_PROGRESS",  # no progress bars or lines (monitor/progress.py)
+        "MONITOR_PROGRESS_INTERVAL",  # seconds between plain progress lines off a terminal (progress.py)
         # test-only (docs/operations.md, "Test-only variables"):
         "MONITOR_ARXIV_MIN_DELAY",
         "MONITOR_TEST_PAUSE_AT",
@@ -360,6 +362,10 @@ def check_environment() -> None:
     pydantic-settings alone silently ignores an unknown section (`MONITOR_JUGDE__MODEL`), so the
     user's setting would quietly not apply.
     """
+    try:
+        line_interval()  # read by the long steps, mid-run: a bad value fails here, before any work
+    except ValueError as exc:
+        raise ConfigError(f"environment variable {exc}") from None
     for upper, name in sorted(_env_names().items()):
         if upper in OTHER_VARIABLES:
             continue

@@ -72,6 +72,78 @@ def test_run_once_does_everything_and_a_second_run_has_nothing_left(tmp_path, db
         assert all(r.finished_at and r.counts.get("seconds") for r in rows)
 
 
+# The snapshot's papers span ISO weeks 2025-W10 and 2025-W11; its digest reports W11.
+REPORTED_FROM = dt.date(2025, 3, 10)
+
+
+def _earlier_candidates(store) -> tuple[int, int]:
+    """(pairs, papers): the candidates of papers published before the reported week."""
+    with store.session() as s:
+        rows = s.execute(
+            select(Candidate.arxiv_id)
+            .join(Paper, Paper.arxiv_id == Candidate.arxiv_id)
+            .where(Paper.published < REPORTED_FROM)
+        ).all()
+    return len(rows), len(set(rows))
+
+
+def test_a_period_scoped_run_judges_what_its_digest_reports_and_the_digest_says_what_waits(
+    tmp_path, db_url, snapshot
+) -> None:
+    store = open_store(db_url)
+    settings = make_settings(tmp_path, db_url)
+    run = run_once(store, settings, RunOptions(source=str(snapshot), email=False, judge_scope="period"))
+    assert run.status == "ok"
+    assert run.counts["scope"]["period"] == run.counts["report"]["period"] == "2025-W11"
+    with store.session() as s:
+        judged_days = s.scalars(
+            select(Paper.published).join(Assessment, Assessment.arxiv_id == Paper.arxiv_id)
+        ).all()
+    assert judged_days and min(judged_days) >= REPORTED_FROM
+    assert len(judged_days) == run.counts["judge"]["judged"]
+    pairs, papers = _earlier_candidates(store)
+    assert pairs > 0
+    assert (run.counts["scope"]["unjudged_pairs"], run.counts["scope"]["unjudged_papers"]) == (pairs, papers)
+    assert run.counts["report"]["unjudged_pairs"] == pairs
+    text = Path(run.digest_paths[0]).read_text(encoding="utf-8")
+    assert f"**Not judged yet: {pairs} candidate pair{'s' if pairs != 1 else ''} of {papers} paper" in text
+    assert "No verdict here rests on them" in text
+
+    # What the digest says to do: `monitor judge` judges the rest, `monitor report` rewrites the digest.
+    config = write_config(tmp_path, db_url)
+    judged = monitor(config, "judge")
+    assert judged.returncode == 0, judged.stderr
+    assert _count(store, Assessment) == len(judged_days) + pairs
+    reported = monitor(config, "report")
+    assert reported.returncode == 0, reported.stderr
+    _assert_nothing_doubled(store)
+    text = Path(run.digest_paths[0]).read_text(encoding="utf-8")
+    assert "Not judged yet" not in text
+
+
+def test_an_embedded_run_ends_with_how_to_get_an_llm_judge_and_an_llm_run_does_not(
+    tmp_path, sqlite_url, snapshot
+) -> None:
+    from llm_server import ScriptedLLM, answering
+
+    config = write_config(tmp_path, sqlite_url)
+    embedded = monitor(config, "run", "--source", str(snapshot), "--no-email")
+    assert embedded.returncode == 0, embedded.stderr
+    tail = " ".join(embedded.stdout.split())  # rich wraps lines at 80 columns off a terminal
+    assert "The embedded judge labelled these pairs offline" in tail
+    assert "`monitor doctor` finds a local Ollama, llama.cpp or vLLM server" in tail
+    assert "`monitor judge --dry-run`" in tail
+    assert "Judged the papers of" not in tail  # a snapshot file is judged whole, as before
+    with ScriptedLLM() as llm:
+        llm.default = answering("SUPPORTS")
+        judge = {"provider": "openai", "base_url": llm.url, "api_key": "sk-ops", "model": "scripted-model"}
+        llm_config = write_config(tmp_path, sqlite_url, judge=judge)
+        with_llm = monitor(llm_config, "run", "--no-fetch", "--no-email")
+    assert with_llm.returncode == 0, with_llm.stderr
+    assert "judged 0" not in with_llm.stdout  # the LLM judged the pairs anew
+    assert "monitor doctor" not in with_llm.stdout and "embedded judge" not in with_llm.stdout
+
+
 @pytest.fixture
 def any_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A fresh database of the kind the test's `backend` parameter names."""

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from monitor.cli.context import console, ctx_of, err_console
-from monitor.progress import on_terminal
+from monitor.progress import progress_wanted
 
 app = typer.Typer()
 
@@ -81,7 +81,7 @@ def judge_command(
     app_ctx = ctx_of(ctx)
     request = JudgeRequest(
         force=force, claim_ids=claim, dry_run=dry_run, provider=provider, batch=batch, wait=wait,
-        relevance=not skip_relevance, progress=on_terminal(),
+        relevance=not skip_relevance, progress=progress_wanted(),
     )
     with graceful_stop(StopFlag(again="monitor judge")) as flag:
         judge_once(app_ctx.store, app_ctx.settings, request, flag, _show)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from monitor.cli.context import DATE, console, ctx_of, day
-from monitor.progress import on_terminal
+from monitor.progress import progress_wanted
 
 app = typer.Typer()
 
@@ -52,11 +52,38 @@ def run_command(
         judge=judge,
         since=day(since),
         until=day(until),
-        progress=on_terminal(),
+        progress=progress_wanted(),
     )
     with graceful_stop(StopFlag()) as flag:
         outcome = run_once(app_ctx.store, app_ctx.settings, options, stop=flag)
     print_outcome(console, outcome)
+    _print_next_steps(outcome.counts)
+
+
+def _print_next_steps(counts: dict[str, Any]) -> None:
+    """A run's closing lines: what a sample run left unjudged, and, after the embedded judge, how to
+    get an LLM judge. Printed every time: a newcomer reads them once and cron logs can spare them."""
+    scope = counts.get("scope") or {}
+    if scope.get("unjudged_pairs"):
+        console.print(
+            f"Judged the papers of {scope['period']} only, the digest's period. {scope['unjudged_pairs']:,} "
+            f"candidate pairs of {scope['unjudged_papers']:,} earlier papers wait: `monitor judge` judges "
+            "them, then `monitor report` rewrites the digest.",
+            highlight=False,
+        )
+    if (counts.get("judge") or {}).get("judge") != "local":
+        return
+    from monitor.judge.student import measured_coverage
+
+    coverage = measured_coverage()
+    found = f" (on held-out pairs, {coverage.found} of {coverage.bearing})" if coverage else ""
+    console.print(
+        f"The embedded judge labelled these pairs offline; it finds only some of the papers that bear on a "
+        f"claim{found}. For an LLM judge, `monitor doctor` finds a local Ollama, llama.cpp or vLLM server, "
+        "or uses an API key, and writes the judge settings; `monitor judge --dry-run` then says what a "
+        "week of judging costs.",
+        highlight=False,
+    )
 
 
 @app.command("runs")

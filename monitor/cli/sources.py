@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 
 from monitor.cli.context import DATE, console, ctx_of, err_console
-from monitor.progress import on_terminal
+from monitor.progress import progress_wanted
 
 app = typer.Typer()
 anchors_app = typer.Typer(
@@ -51,7 +51,7 @@ def fetch_command(
             until=until.date() if until else None,
             categories=category,
             run=run,
-            progress=on_terminal(),
+            progress=progress_wanted(),
         )
     console.print(
         f"fetch {summary.source}: [bold]{summary.new}[/] new, {summary.updated} updated (new version), "

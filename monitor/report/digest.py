@@ -79,6 +79,15 @@ def _data_today(store: Store, spec: str, today: dt.date, run: RunRecord | None) 
     return shifted
 
 
+def reported_period(
+    store: Store, spec: str = "week", today: dt.date | None = None, run: RunRecord | None = None
+) -> Period:
+    """The period a default digest (`spec` week or month) reports: the last complete one, or for a store
+    filled from a snapshot the one holding its newest paper (`_data_today`)."""
+    today = _data_today(store, spec, today or dt.datetime.now(dt.UTC).date(), run)
+    return resolve_period(spec, None, None, today)
+
+
 def _first_of_next_month(day: dt.date) -> dt.date:
     return (day.replace(day=28) + dt.timedelta(days=4)).replace(day=1)
 
@@ -103,8 +112,9 @@ def write_digest(
     """
     default_period = not isinstance(period, Period) and period in (None, "week", "month")
     if default_period and since is None and until is None:
-        today = _data_today(store, period or "week", today or dt.datetime.now(dt.UTC).date(), run)
-    chosen = period if isinstance(period, Period) else resolve_period(period, since, until, today)
+        chosen = reported_period(store, period or "week", today, run)
+    else:
+        chosen = period if isinstance(period, Period) else resolve_period(period, since, until, today)
     wanted = ["md", *[f for f in (formats or settings.report.formats) if f != "md"]]
     digest = gather_digest(store, settings, chosen, run)
     texts = {fmt: render(digest, fmt, settings) for fmt in wanted}

@@ -34,6 +34,7 @@ from monitor.report.views import (
     TriageView,
 )
 from monitor.review.rewording import open_views, propose_rewordings
+from monitor.store.candidates import count_unjudged
 from monitor.store.claims import active_claims, lines_by_claim
 from monitor.store.db import Store
 from monitor.store.digests import period_pairs, period_usage
@@ -141,6 +142,7 @@ def _summary(s: Session, settings: Settings, period: Period, claims: list[ClaimV
         + usage.completion_tokens * settings.judge.price_output_per_million
     ) / 1e6
     counts = Counter(c.status for c in claims)
+    unjudged_pairs, unjudged_papers = count_unjudged(s, period.end)
     return Summary(
         counts={status: counts.get(status, 0) for status in STATUSES},
         changed=sorted((c for c in claims if c.changed), key=_urgency),
@@ -157,6 +159,8 @@ def _summary(s: Session, settings: Settings, period: Period, claims: list[ClaimV
         judged_embedded=usage.judged_embedded,
         embedded_coverage=measured_coverage() if usage.judged_embedded else None,
         evidence=EvidenceSummary.total([c.evidence for c in claims]),
+        unjudged_pairs=unjudged_pairs,
+        unjudged_papers=unjudged_papers,
     )
 
 

@@ -158,6 +158,11 @@ class Summary:
     triaged: int = 0  # papers the embedded model ranks close to a claim, listed without a stance
     # What became of the period's candidate pairs: a judge that failed must not read as "none bears".
     judging: PairTally = field(default_factory=PairTally)
+    evidence: EvidenceSummary = field(default_factory=EvidenceSummary)  # summed over the claims
+    # Candidate pairs of papers published by the period's end that no judge has answered yet (the
+    # sample's earlier papers after the quickstart): the verdicts do not rest on them.
+    unjudged_pairs: int = 0
+    unjudged_papers: int = 0
 
     @property
     def unjudged(self) -> int:
@@ -169,7 +174,6 @@ class Summary:
         """False when most of the period's pairs failed or were parked: the digest then says what
         failed, is not mailed, and the run that wrote it exits 6; a later run rewrites it."""
         return 2 * (self.judging.failed + self.judging.parked) <= self.judging.pairs
-    evidence: EvidenceSummary = field(default_factory=EvidenceSummary)  # summed over the claims
 
     def as_stats(self) -> dict[str, Any]:
         return {
@@ -182,6 +186,7 @@ class Summary:
             "for_review": self.for_review,
             "judged_embedded": self.judged_embedded,
             "triaged": self.triaged,
+            "unjudged_pairs": self.unjudged_pairs,
             "proposals": self.proposals,
             "tokens": self.tokens,
             "cost_usd": round(self.cost_usd, 4),

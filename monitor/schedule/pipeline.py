@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from monitor.config import Settings
 from monitor.errors import BudgetExhausted, JudgeError, LockHeld
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from monitor.judge.base import Judge
     from monitor.judge.work import JudgeSummary
     from monitor.relevance import RelevanceSummary
+    from monitor.report.period import Period
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,11 @@ class RunOptions:
     until: dt.date | None = None
     import_claims: bool = True
     command: str = "run"
-    progress: bool = False  # bars on stderr for fetch, relevance and judge (a person at a terminal)
+    progress: bool = False  # on stderr for fetch, relevance and judge: bars at a terminal, else lines
+    # Which pending pairs to judge: "all", or "period": those of papers published from the first day of
+    # the period the digest reports. None: "period" when fetching the shipped sample (the quickstart:
+    # a digest of its last week in a minute, not the whole sample judged; docs/operations.md), else "all".
+    judge_scope: Literal["all", "period"] | None = None
 
 
 @dataclass
@@ -160,11 +165,16 @@ def _pipeline(
     # On a spent token budget (BudgetExhausted) or a judge that answered nothing (JudgeError), what
     # was judged is kept and verdicts and the digest wait for a run that can finish judging, so a
     # digest is never frozen on half the evidence.
-    assess(step, store, settings, Assess(again="monitor run", provider=opts.judge, progress=opts.progress))
+    period = _scoped_period(store, settings, opts, run)
+    plan = Assess(again="monitor run", provider=opts.judge, progress=opts.progress)
+    plan.since = period.start if period else None
+    assess(step, store, settings, plan)
+    if period is not None:
+        _count_unjudged(store, run, period.start)
     step("verdicts", lambda: verdicts_step(store, settings, run))
     if not opts.report:
         return
-    digest = step("report", lambda: report_step(store, settings, run))
+    digest = step("report", lambda: report_step(store, settings, run, period))
     outcome.digest_id = digest.digest_id
     outcome.digest_paths = [str(p) for p in digest.paths.values()]
     email = settings.report.email if opts.email is None else opts.email
@@ -185,6 +195,32 @@ def check_final(digest: Any) -> None:
         f"{digest.period.key} ({tally['failed']} failed, {tally['parked']} parked): the digest says so and "
         "is not mailed; a run with a working judge rewrites it (`monitor retest` asks parked pairs again)"
     )
+
+
+def _scoped_period(store: Store, settings: Settings, opts: RunOptions, run: RunRecord) -> Period | None:
+    """The period whose papers `monitor run` judges, which its digest then reports (RunOptions.judge_scope);
+    None: every pending pair is judged.
+
+    Relevance still scans every paper (its marks are by row, not by day), so the pairs left out stay
+    pending for `monitor judge`, which judges them all. Recorded in the run's counts as "scope".
+    """
+    from monitor.report.digest import reported_period
+
+    scope = opts.judge_scope or ("period" if opts.fetch and opts.source == "sample" else "all")
+    if scope == "all" or not opts.report:
+        return None
+    period = reported_period(store, settings.report.period, run=run)
+    run.add("scope", {"period": period.key, "judged_from": period.start.isoformat()})
+    return period
+
+
+def _count_unjudged(store: Store, run: RunRecord, judged_from: dt.date) -> None:
+    """Add to the run's scope how many candidate pairs (and papers) published earlier were left pending."""
+    from monitor.store.candidates import count_unjudged
+
+    with store.session() as s:
+        pairs, papers = count_unjudged(s, judged_from - dt.timedelta(days=1))
+    run.counts["scope"] |= {"unjudged_pairs": pairs, "unjudged_papers": papers}
 
 
 def assess(

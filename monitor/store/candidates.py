@@ -7,11 +7,12 @@ import datetime as dt
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Row, Select, func, select, update
+from sqlalchemy import ColumnElement, Row, Select, func, select, update
 from sqlalchemy.orm import Session
 
 from monitor.store.claims import is_active
-from monitor.store.models import Candidate, Claim, Paper, PaperVersion
+from monitor.store.models import Assessment, Candidate, Claim, Paper, PaperVersion
+from monitor.store.records import JudgeFailure
 
 # `candidates.screen`: None when no LLM screen ran; else the screen's answer, or pending until it comes.
 SCREEN_PENDING, SCREEN_KEPT, SCREEN_DROPPED = "pending", "kept", "dropped"
@@ -50,14 +51,47 @@ def pairs_to_judge(
     """Candidate rows (as `candidate_pairs`, with the claim's date text and the paper's publication day)
     the judge may judge: those no LLM screen ran on, or that it kept; optionally only of `claim_ids`
     and papers published on or after `since`."""
-    query = candidate_pairs(Claim.date_text, Paper.published)
-    # Pairs an LLM screen has not kept (pending or dropped) are not the judge's.
-    query = query.where(Candidate.screen.is_(None) | (Candidate.screen == SCREEN_KEPT))
+    query = candidate_pairs(Claim.date_text, Paper.published).where(_for_the_judge())
     if claim_ids:
         query = query.where(Claim.id.in_(claim_ids))
     if since:
         query = query.where(Paper.published >= since)
     return list(session.execute(query).all())
+
+
+def _for_the_judge() -> ColumnElement[bool]:
+    """SQL: a pair the judge may judge. Pairs an LLM screen has not kept (pending or dropped) are not the
+    judge's."""
+    return Candidate.screen.is_(None) | (Candidate.screen == SCREEN_KEPT)
+
+
+def _of_the_candidate(table: type[Assessment] | type[JudgeFailure]) -> ColumnElement[bool]:
+    """SQL: `table`'s row is about the candidate's paper version and claim."""
+    return (
+        (table.arxiv_id == Candidate.arxiv_id)
+        & (table.version == Candidate.version)
+        & (table.claim_id == Candidate.claim_id)
+    )
+
+
+def count_unjudged(session: Session, until: dt.date) -> tuple[int, int]:
+    """(pairs, papers): the pairs `pairs_to_judge` would give, of papers published by `until`, that have
+    no current assessment of that version and are not parked. A verdict as of `until` does not rest on
+    them yet (e.g. the sample's earlier papers after `monitor run --source sample`, docs/operations.md)."""
+    judged = select(Assessment.id).where(_of_the_candidate(Assessment), Assessment.is_current)
+    parked = select(JudgeFailure.id).where(
+        _of_the_candidate(JudgeFailure), JudgeFailure.parked_at.is_not(None)
+    )
+    query = (
+        select(func.count(), func.count(func.distinct(Candidate.arxiv_id)))
+        .select_from(Candidate)
+        .join(Paper, Paper.arxiv_id == Candidate.arxiv_id)
+        .join(Claim, Claim.id == Candidate.claim_id)
+        .where(Candidate.version == Paper.version, is_active(), _for_the_judge(), Paper.published <= until)
+        .where(~judged.exists(), ~parked.exists())
+    )
+    pairs, papers = session.execute(query).one()
+    return int(pairs or 0), int(papers or 0)
 
 
 def pairs_to_screen(session: Session, claim_ids: Sequence[str] | None = None) -> list[Row[Any]]:
