@@ -20,10 +20,12 @@ def relevance_command(
     ] = None,
 ) -> None:
     """Pick the (paper, claim) pairs worth judging among papers each claim has not been scanned against."""
+    from monitor.claims.listing import check_claim_ids
     from monitor.relevance import select_candidates
     from monitor.store.runs import recorded_run
 
     app_ctx = ctx_of(ctx)
+    check_claim_ids(app_ctx.store, claim)
     with recorded_run(app_ctx.store, "relevance") as run:
         summary = select_candidates(app_ctx.store, app_ctx.settings, run=run, claim_ids=claim or None)
     console.print(

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from monitor.config import Settings
-from monitor.errors import UsageError
+from monitor.errors import NotFound, UsageError
 from monitor.files import write_atomic
 from monitor.sources.base import arxiv_url
 from monitor.store.claims import active_claims
@@ -158,7 +158,7 @@ def record(
     with store.session() as s:
         assessment = s.get(Assessment, assessment_id)
         if assessment is None:
-            raise UsageError(f"no assessment with id {assessment_id} (see `monitor review list`)")
+            raise NotFound(f"no assessment with id {assessment_id} (see `monitor review list`)")
         decision = decisions_in_force(s, [assessment.claim_id]).get(
             (assessment.claim_id, assessment.arxiv_id)
         )

@@ -49,12 +49,14 @@ def judge_once(store: Store, settings: Settings, request: JudgeRequest, stop: St
 
     Raises as `pipeline.judge_step` does; `show` sees each result before that.
     """
+    from monitor.claims.listing import check_claim_ids
     from monitor.judge.factory import make_judge
 
     batch = request.batch or settings.judge.batch
     judge = make_judge(settings, request.provider or ("openai" if batch else None))
     if request.relevance:
         _pick(Steps(store, None, stop), store, settings, request, show)
+    check_claim_ids(store, request.claim_ids)  # after the claims sync, which may add the claim
     if request.dry_run:
         _estimate(store, settings, judge, request, batch, show)
         return

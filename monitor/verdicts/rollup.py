@@ -16,8 +16,10 @@ from dataclasses import dataclass, field, replace
 from sqlalchemy.orm import Session
 
 from monitor.config import Settings
+from monitor.errors import NotFound
 from monitor.store.claims import active_claims, anchor_refs_by_claim, line_spans, lines_by_claim
 from monitor.store.db import Store
+from monitor.store.lines import lines_by_id
 from monitor.store.evidence import AssessmentRow, current_assessments
 from monitor.store.models import Claim, Verdict
 from monitor.store.reviews import Decision, decisions_in_force
@@ -258,6 +260,8 @@ def current_verdicts(
     paper that moved it) and which papers it rests on, from the evidence as it stands now.
     """
     with store.session() as s:
+        if line_id is not None and line_id not in lines_by_id(s):
+            raise NotFound(f"--line: no line with id {line_id!r} (see `monitor lines`)")
         lines = lines_by_claim(s)
         table: list[CurrentVerdict] = []
         claims = active_claims(s)

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from monitor.config import Settings
-from monitor.errors import InputError, UsageError
+from monitor.errors import NotFound, UsageError
 from monitor.store.claims import claim_ids_with_prefix, lines_of_claim
 from monitor.store.db import Store
 from monitor.store.models import Claim
@@ -112,7 +112,7 @@ def claim_detail(store: Store, settings: Settings, claim_id: str) -> ClaimDetail
                 )
                 raise UsageError(f"claim id prefix {claim_id!r} is ambiguous: {shown}")
         if claim is None:
-            raise InputError("claim", None, f"no claim with id {claim_id!r} (see `monitor verdicts`)")
+            raise NotFound(f"no claim with id {claim_id!r} (see `monitor verdicts`)")
         lines = [(line.id, line.question) for line in lines_of_claim(s, claim.id)]
         date = claim_dates(s, [claim])[claim.id]
         cutoff = evidence_cutoff(date)
