@@ -19,8 +19,8 @@ from monitor.config import Settings
 from monitor.errors import NotFound
 from monitor.store.claims import active_claims, anchor_refs_by_claim, line_spans, lines_by_claim
 from monitor.store.db import Store
-from monitor.store.lines import lines_by_id
 from monitor.store.evidence import AssessmentRow, current_assessments
+from monitor.store.lines import lines_by_id
 from monitor.store.models import Claim, Verdict
 from monitor.store.reviews import Decision, decisions_in_force
 from monitor.store.runs import RunRecord
