@@ -37,6 +37,14 @@ app.add_typer(sources.anchors_app, name="anchors")
 app.add_typer(review.app, name="review")
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from monitor import __version__
+
+        typer.echo(f"claim-monitor {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def root(
     ctx: typer.Context,
@@ -45,6 +53,10 @@ def root(
     ] = None,
     db: Annotated[str | None, typer.Option("--db", help="Database URL, overriding the config.")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log progress details.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
 ) -> None:
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,

@@ -53,7 +53,8 @@ def judge_once(store: Store, settings: Settings, request: JudgeRequest, stop: St
     from monitor.judge.factory import make_judge
 
     batch = request.batch or settings.judge.batch
-    judge = make_judge(settings, request.provider or ("openai" if batch else None))
+    provider = request.provider or ("openai" if batch else None)
+    judge = make_judge(settings, provider, connect=not request.dry_run)  # a dry run calls nothing: no key
     if request.relevance:
         _pick(Steps(store, None, stop), store, settings, request, show)
     check_claim_ids(store, request.claim_ids)  # after the claims sync, which may add the claim
