@@ -67,8 +67,10 @@ def doctor_command(
     ] = False,
     port: Annotated[list[int] | None, typer.Option("--port", help=PORT_HELP, show_default=False)] = None,
 ) -> None:
-    """Check the installation: config, database, claims and papers, the judge in force, the API key (set or
-    not, never shown), and local LLM servers.
+    """Check the installation and look for a local LLM server to judge with.
+
+    Reports the config file, the database (claims imported, papers stored), the judge in force, whether
+    an API key is set (never the key) and the OpenAI-compatible servers on this machine's usual ports.
 
     When a local OpenAI-compatible server is found (Ollama, llama.cpp, LM Studio, vLLM) and the judge in
     force is not an LLM that answers, it proposes that server's judge settings and, asked or with --write,
