@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -12,12 +12,16 @@ from rich.markup import escape
 
 from monitor.cli.context import console, ctx_of
 
+if TYPE_CHECKING:
+    from monitor.llm.servers import Detection
+    from monitor.schedule.doctor import JudgeCheck
+
 app = typer.Typer()
 
 PORT_HELP = "Look for an OpenAI-compatible server on this local port instead of the usual ones (repeatable)."
 
 
-def print_detection(out: Console, detection: Any) -> None:
+def print_detection(out: Console, detection: Detection) -> None:
     """The servers a scan found, each with its models, the one to judge with first."""
     ports = ", ".join(str(p) for p in detection.ports)
     if not detection.servers:
@@ -37,7 +41,7 @@ def print_chosen(out: Console, settings: dict[str, Any], others: list[str]) -> N
         out.print(f"other models it serves: {listed} (set judge.model to use one)", highlight=False)
 
 
-def _server_state(judge: Any) -> str | None:
+def _server_state(judge: JudgeCheck) -> str | None:
     """What the configured server said, for an openai judge with a base URL."""
     if not judge.base_url:
         return None
@@ -48,7 +52,7 @@ def _server_state(judge: Any) -> str | None:
     return "the server answers and serves the model"
 
 
-def _print_judge(judge: Any) -> None:
+def _print_judge(judge: JudgeCheck) -> None:
     if judge.provider == "local":
         console.print("judge: the embedded model (offline; it misses most papers that bear on a claim)")
     else:
