@@ -28,12 +28,18 @@ _SYMBOLS = {
     "leftarrow": "←", "Rightarrow": "⇒", "in": "∈", "sum": "Σ", "prod": "∏", "partial": "∂",
     "nabla": "∇", "sqrt": "√", "ll": "≪", "gg": "≫", "propto": "∝", "circ": "∘", "ldots": "…",
     "dots": "…", "cdots": "⋯", "log": "log", "exp": "exp", "min": "min", "max": "max",
-    "LaTeX": "LaTeX", "TeX": "TeX", "textasciitilde": "~", "ell": "ℓ",
+    "LaTeX": "LaTeX", "TeX": "TeX", "textasciitilde": "~", "ell": "ℓ", "mid": "|", "langle": "⟨",
+    "rangle": "⟩", "textendash": "–", "textemdash": "—", "quad": " ", "qquad": " ",
+    # sizing and spacing: nothing to a reader
+    "left": "", "right": "", "big": "", "Big": "", "bigl": "", "bigr": "", "Bigl": "", "Bigr": "",
+    "displaystyle": "", "limits": "", "nolimits": "", "noindent": "", "centering": "",
+    "rm": "", "bf": "", "it": "", "sf": "", "tt": "", "em": "", "sc": "",  # old font switches: {\bf x}
 }  # fmt: skip
 _ACCENTS = {"'": "\u0301", "`": "\u0300", "^": "\u0302", '"': "\u0308", "~": "\u0303", "=": "\u0304",
             ".": "\u0307", "c": "\u0327", "v": "\u030c", "u": "\u0306", "H": "\u030b"}  # fmt: skip
-_ESCAPED = {"%": "%", "&": "&", "_": "_", "#": "#", "$": "$", "{": "{", "}": "}", ",": " ", ";": " ",
-            " ": " ", "!": ""}  # fmt: skip
+# \% -> %; \, and \; are spaces; \( \) \[ \] delimit math. (\{ and \} are kept by _protect.)
+_ESCAPED = {"%": "%", "&": "&", "_": "_", "#": "#", "$": "$", ",": " ", ";": " ",
+            " ": " ", "!": "", "(": "", ")": "", "[": "", "]": ""}  # fmt: skip
 
 # {\"o}, \"o, \'{e}, \c{c}: a letter with an accent (a letter-named accent needs a brace or a space).
 _ACCENT = re.compile(
@@ -41,13 +47,21 @@ _ACCENT = re.compile(
     r"|\\([`'^\"~=.]|[cvuH](?=[{ ]))\s*(?:\{([A-Za-z])\}|([A-Za-z]))"
 )
 _COMMAND_ARG = re.compile(r"\\(?:" + "|".join(_TEXT_COMMANDS) + r")\s*\{([^{}]*)\}")
-_COMMAND = re.compile(r"\\([A-Za-z]+)")
-_ESCAPE = re.compile(r"\\([%&_#${},; !])")
+# A command and what it does not show: \cite{key}, \ref{fig:1}.
+_DROPPED = re.compile(r"\s*\\(?:cite[pt]?|ref|eqref|autoref|label)\s*\{[^{}]*\}")
+# Any other command: a symbol, or nothing before its argument (\hat{x} -> x), or its name (\GPT -> GPT).
+_COMMAND = re.compile(r"\\([A-Za-z]+)(\s*(?=\{))?( ?)")
+_ESCAPE = re.compile(r"\\([%&_#$,; !()\[\]])")
 _LINE_BREAK = re.compile(r"\\\\")
-# Inline math as pandoc reads it: an opening $ with no space after it, a closing $ with no space before
-# it and no digit after it, so "$5 and $10" stays money.
+_UNICODE = re.compile(r"\\unicode\s*\{\s*x?([0-9A-Fa-f]{2,6})\s*\}")  # MathJax: \unicode{x2014}
+_HREF = re.compile(r"\\href\s*\{[^{}]*\}\s*\{([^{}]*)\}")
+# A tie (Optimization~(DGO)) after a letter or punctuation; "~2025" after a space means "about".
+_TIE = re.compile(r"(?<=[A-Za-z.,;:)\]}])~(?=\S)")
+# Inline math: an opening $ with no space after it, a closing $ with no space before it. A digit after
+# the closing $ ends math only when the span looks like LaTeX ($\sim$200M); else it is money ($5-$10).
 _DISPLAY_MATH = re.compile(r"\$\$(.+?)\$\$")
-_MATH = re.compile(r"(?<![\\$])\$(?=\S)([^$]*?)(?<=[^\s\\])\$(?!\d)")
+_MATH = re.compile(r"(?<![\\$])\$(?=\S)([^$]*?)(?<=[^\s\\])\$")
+_TEX_SIGNS = re.compile(r"[\\^_{}<>]")
 _BRACES = re.compile(r"(?<!\\)[{}]")
 # Markdown emphasis around words: **x**, *x*, __x__, _x_ (not snake_case, not a lone "*").
 _STRONG = re.compile(r"(?<![\w*])(\*\*|__)(?=\S)(.+?)(?<=\S)\1(?![\w*])")
@@ -61,29 +75,37 @@ def _accent(m: re.Match[str]) -> str:
 
 
 def _command(m: re.Match[str]) -> str:
-    name = m.group(1)
-    return _SYMBOLS.get(name, name)
+    name, before_argument, space = m.groups()
+    shown = _SYMBOLS.get(name, "" if before_argument is not None else name)
+    return shown + space if shown else shown  # {\bf x}: the space that ends a command goes with it
 
 
 def _math(m: re.Match[str]) -> str:
-    # Inside math, braces only group (10^{-3}) and spaces are the author's layout.
-    return _BRACES.sub("", m.group(1))
+    if m.string[m.end() : m.end() + 1].isdigit() and not _TEX_SIGNS.search(m.group(1)):
+        return m.group(0)
+    # A math span's commands end where it does ($\\rightarrow$RL), so they are read on their own.
+    return _commands(m.group(1))
+
+
+def _commands(text: str) -> str:
+    """Accents, commands and their arguments, escapes and grouping braces as the text they stand for."""
+    text = _ACCENT.sub(_accent, _UNICODE.sub(lambda m: chr(int(m.group(1), 16)), text))
+    text = _DROPPED.sub("", _HREF.sub(r"\1", text))
+    for _ in range(3):  # nested: \textbf{\emph{x}}
+        text, n = _COMMAND_ARG.subn(r"\1", text)
+        if not n:
+            break
+    text = _ESCAPE.sub(lambda m: _ESCAPED[m.group(1)], text)
+    text = _COMMAND.sub(_command, text)
+    return _BRACES.sub("", text)  # {BERT}: capitalisation kept by BibTeX, nothing to a reader
 
 
 def _latex(text: str) -> str:
     if "\\" not in text and "$" not in text and "{" not in text:
         return text
+    text = _protect(_TIE.sub(" ", _LINE_BREAK.sub(" ", text)))
     text = _MATH.sub(_math, _DISPLAY_MATH.sub(_math, text))
-    text = _LINE_BREAK.sub(" ", text)
-    text = _ACCENT.sub(_accent, text)
-    for _ in range(3):  # nested: \textbf{\emph{x}}
-        text, n = _COMMAND_ARG.subn(r"\1", text)
-        if not n:
-            break
-    text = _ESCAPE.sub(lambda m: _ESCAPED[m.group(1)], _protect(text))
-    text = _COMMAND.sub(_command, text)
-    text = _BRACES.sub("", text)  # {BERT}: capitalisation kept by BibTeX, nothing to a reader
-    return _unprotect(text)
+    return _unprotect(_commands(text))
 
 
 # Escaped braces must survive the removal of grouping braces: hidden behind private-use characters.

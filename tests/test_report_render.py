@@ -391,3 +391,17 @@ def test_plain_text_keeps_what_is_not_markup() -> None:
         "costs $5 and $10, ~2025, snake_case_name, a * b"
     )
     assert plain_text(r"G{\"o}del's \'ecole, $\alpha \leq 10^{-3}$, \{a\}") == "Gödel's école, α ≤ 10^-3, {a}"
+    # Seen in the shipped sample's abstracts:
+    real = {
+        r"We propose $\textbf{RISE-RL}$ (Rubric": "We propose RISE-RL (Rubric",
+        r"an early SFT$\rightarrow$RL transition": "an early SFT→RL transition",
+        r"and $\sim$200M tokens": "and ~200M tokens",
+        r"from \(66.34\%\) to \(69.79\%\)": "from 66.34% to 69.79%",
+        r"corpora \cite{jang2022knowledge}. In": "corpora. In",
+        r"at \href{https://github.com/a/b}{https://github.com/a/b}.": "at https://github.com/a/b.",
+        r"Optimization~(\textbf{DGO})": "Optimization (DGO)",
+        r"SGG-R$^{\rm 3}$, a": "SGG-R^3, a",
+        r"translation$\unicode{x2014}$hence": "translation—hence",
+        r"(4) $>$70% faster": "(4) >70% faster",
+    }
+    assert {raw: plain_text(raw) for raw in real} == real
