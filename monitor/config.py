@@ -204,6 +204,9 @@ class ReportSettings(Section):
     templates_dir: Path | None = None  # digest.*.j2 placed here override the shipped templates
     title: str = "Claim monitor digest"
     research_questions: bool = True  # ask the LLM judge for 2 questions per line (needs provider openai)
+    # The address paths.reports is served at (https://example.org/reports/): the Atom feed's links and
+    # ids start with it. Unset, they are the folder's file:// URI.
+    public_url: str | None = None
 
 
 class EmailSettings(Section):

@@ -41,6 +41,13 @@ class UsageError(MonitorError):
     exit_code = 64  # EX_USAGE
 
 
+class NotFound(UsageError):
+    """A command's argument names a claim, line, assessment or proposal the store does not hold.
+
+    Exit 64 like every usage error, so a script can tell "no such id" from a bad file (3) or a failed run.
+    """
+
+
 class DatabaseError(MonitorError):
     """The database cannot be reached, its URL is wrong, or it cannot be written (disk full)."""
 

@@ -3,6 +3,10 @@
 The file lists every setting of every section with its default, its allowed values and the comments
 written beside it in monitor/config.py, read from the source so the file can never drift from the
 model: a setting added there appears here, with its comment, without touching this module.
+
+Settings `monitor init` found values for (a local LLM server's judge settings) are written set, not
+commented; `monitor doctor --write` sets them in an existing file with `update_config`, which keeps the
+file's comments and layout (tomlkit).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import inspect
 import io
 import json
 import tokenize
+import tomllib
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +26,7 @@ from pydantic import BaseModel, SecretStr
 
 from monitor.config import Settings
 from monitor.errors import ConfigError
+from monitor.files import write_atomic
 
 TEMPLATE = "monitor.toml.j2"
 
@@ -38,6 +44,11 @@ class SettingDoc:
     name: str
     value: str | None  # TOML text of the default; None when there is no default
     comments: list[str] = field(default_factory=list)
+    chosen: str | None = None  # TOML text of a value written set (uncommented)
+
+
+# section -> key -> value: settings written set rather than commented
+Chosen = dict[str, dict[str, Any]]
 
 
 @dataclass
@@ -153,23 +164,75 @@ def describe(settings_cls: type[BaseModel] = Settings) -> list[SectionDoc]:
     return sections
 
 
-def render_config(settings_cls: type[BaseModel] = Settings) -> str:
+def render_config(
+    settings_cls: type[BaseModel] = Settings, chosen: Chosen | None = None, why: str = ""
+) -> str:
+    """The commented config; the `chosen` settings written set, each with `why` above it."""
+    sections = describe(settings_cls)
+    for section in sections:
+        for s in section.settings:
+            if s.name in (chosen or {}).get(section.name, {}):
+                s.chosen = toml_value(chosen[section.name][s.name])  # type: ignore[index]
+                s.comments.append(f"{why} (default: {s.value or 'none'})")
     env = Environment(
         loader=PackageLoader("monitor", "templates"),
         undefined=StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,  # TOML, not HTML
     )
-    return env.get_template(TEMPLATE).render(sections=describe(settings_cls)).rstrip() + "\n"
+    return env.get_template(TEMPLATE).render(sections=sections).rstrip() + "\n"
 
 
-def write_config(path: Path, force: bool = False) -> None:
-    """Write the commented config; an existing file is kept unless `force`."""
+def write_config(path: Path, force: bool = False, chosen: Chosen | None = None, why: str = "") -> None:
+    """Write the commented config, the `chosen` settings set; an existing file is kept unless `force`."""
+    check_target(path, force)
+    _write(path, render_config(chosen=chosen, why=why))
+
+
+def check_target(path: Path, force: bool = False) -> None:
+    """The config can be written at `path`: its folder exists, and no file is there unless `force`."""
     if path.exists() and not force:
         raise ConfigError(f"{path} already exists; use --force to overwrite it")
     if not path.parent.exists():
         raise ConfigError(f"{path.parent}: directory does not exist")
+
+
+def _write(path: Path, text: str) -> None:
     try:
-        path.write_text(render_config(), encoding="utf-8")
+        write_atomic(path, text)  # never half a config file
     except OSError as exc:
         raise ConfigError(f"{path}: cannot write config file: {exc.strerror}") from None
+
+
+def update_config(path: Path, chosen: Chosen, why: str) -> None:
+    """Set the `chosen` settings in an existing config file, keeping its comments and layout; a missing
+    file is written whole, as `monitor init` writes it. The result must load (checked before writing)."""
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
+    if not path.exists():
+        write_config(path, chosen=chosen, why=why)
+        return
+    try:
+        doc = tomlkit.parse(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, TOMLKitError) as exc:
+        raise ConfigError(f"{path}: cannot update: {exc}") from None
+    for name, values in chosen.items():
+        if name not in doc:
+            doc.add(name, tomlkit.table())
+        table = doc[name]
+        new = [key for key in values if key not in table]
+        for key, value in values.items():
+            if key in table:
+                table[key] = value  # in place, where the user had it
+        if new:
+            table.add(tomlkit.comment(why))  # type: ignore[union-attr]
+            for key in new:
+                table.add(key, values[key])  # type: ignore[union-attr]
+            table.add(tomlkit.nl())  # type: ignore[union-attr]
+    text = tomlkit.dumps(doc)
+    try:
+        Settings(**tomllib.loads(text))
+    except (tomllib.TOMLDecodeError, ValueError) as exc:
+        raise ConfigError(f"{path}: not updated, the result would not load: {exc}") from None
+    _write(path, text)

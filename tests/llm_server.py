@@ -144,6 +144,7 @@ class ScriptedLLM:
         self.peak_in_flight = 0
         self._lock = threading.Lock()
         self.batches = ScriptedBatches(self)
+        self.routes: dict[str, Reply] = {}  # fixed answers to GET paths (/v1/models, /props)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -198,7 +199,7 @@ class ScriptedLLM:
                     self._answer(body)
 
             def do_GET(self) -> None:
-                self._answer(None, server.batches.get(self.path))
+                self._answer(None, server.routes.get(self.path) or server.batches.get(self.path))
 
             def _answer(self, body: Any, fixed: Reply | None = None) -> None:
                 with server._lock:

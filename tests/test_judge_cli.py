@@ -90,6 +90,25 @@ def test_dry_run_then_run(
         assert run.status == "ok" and run.tokens == 240 and run.counts["judge"]["judged"] == 4
 
 
+def test_a_dry_run_of_the_openai_judge_needs_no_key_and_no_server(
+    store: Store, db_url: str, llm: ScriptedLLM, monitor: Callable[..., Result]
+) -> None:
+    """It prices the calls and makes none, so neither an API key nor a base URL is asked for."""
+    seed(store, papers=2, claims=3)
+    unset = {"OPENAI_API_KEY": None, "MONITOR_JUDGE__BASE_URL": None, "OPENAI_BASE_URL": None}
+    dry = monitor(db_url, "--dry-run", "--provider", "openai", **unset)
+    assert dry.returncode == 0, dry.stderr
+    calls = re.search(r"LLM calls\s*│\s*(\d+)", dry.stdout)
+    prompt = re.search(r"prompt tokens\s*│\s*(\d+)", dry.stdout)
+    price = re.search(r"cost estimate \(USD\)\s*│\s*([\d.]+)", dry.stdout)
+    assert calls and prompt and price, dry.stdout
+    assert int(calls.group(1)) > 0 and int(prompt.group(1)) > 0 and float(price.group(1)) > 0
+    assert llm.requests == []
+    # A real run still says at once what is missing.
+    real = monitor(db_url, "--provider", "openai", "--skip-relevance", **unset)
+    assert real.returncode == 2 and "needs an API key" in real.stderr
+
+
 def test_budget_and_failures_exit_non_zero(
     store: Store, db_url: str, llm: ScriptedLLM, monitor: Callable[..., Result]
 ) -> None:

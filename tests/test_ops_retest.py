@@ -138,10 +138,10 @@ def test_retest_reports_changed_verdicts_and_keeps_history(
     assert second["judged"] == 0 and second["changed"] == []
 
 
-def test_retest_with_an_unknown_claim_is_an_input_error(tmp_path: Path, sqlite_url: str) -> None:
+def test_retest_with_an_unknown_claim_is_a_usage_error(tmp_path: Path, sqlite_url: str) -> None:
     config = write_config(tmp_path, sqlite_url)
     done = monitor(config, "retest", "--claim", "nope")
-    assert done.returncode == 3
+    assert done.returncode == 64
     assert "no active claim 'nope'" in done.stderr
 
 

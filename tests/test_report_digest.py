@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -155,7 +156,7 @@ def test_cli_report_verdicts_show(store, db_url, tmp_path, monkeypatch, capsys) 
     assert "Verdict history" in stdout
 
     code, _, err = main_in_process(["show", "nope"], db_url, tmp_path, monkeypatch, capsys)
-    assert code == 3 and "no claim with id 'nope'" in err
+    assert code == 64 and "no claim with id 'nope'" in err  # not found: a usage error
     code, _, err = main_in_process(["report", "--period", "fortnight"], db_url, tmp_path, monkeypatch, capsys)
     assert code == 3 and "fortnight" in err
     code, _, err = main_in_process(["report", "--format", "pdf"], db_url, tmp_path, monkeypatch, capsys)
@@ -198,6 +199,37 @@ def test_default_week_follows_a_snapshot_store_but_not_a_quiet_live_one(store, t
     assert live.period.key == "2026-W47"
 
 
+def test_reporting_a_snapshot_stores_last_week_is_information_not_a_warning(
+    store, tmp_path, caplog
+) -> None:
+    import logging
+
+    from monitor.store.runs import recorded_run
+
+    World(store).paper("2608.00001", "Old snapshot paper", published=dt.date(2026, 8, 21))
+    caplog.set_level(logging.INFO, logger="monitor")
+    with recorded_run(store, "report") as run:
+        result = write_digest(store, settings_for(tmp_path), run=run, today=dt.date(2026, 11, 22))
+    assert result.period.key == "2026-W34"
+    notes = [r for r in caplog.records if "reporting the period that holds it" in r.getMessage()]
+    assert [r.levelno for r in notes] == [logging.INFO]
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert run.warnings == []
+
+
+def _feed_links(path: Path) -> dict[str, list[str]]:
+    """The feed's self link and each entry's links (by the period at the end of its title)."""
+    import xml.etree.ElementTree as ET
+
+    atom = "{http://www.w3.org/2005/Atom}"
+    root = ET.parse(path).getroot()
+    out = {"self": [link.get("href", "") for link in root.findall(f"{atom}link")]}
+    for entry in root.findall(f"{atom}entry"):
+        key = entry.findtext(f"{atom}title", "").rsplit(" ", 1)[-1]
+        out[key] = [link.get("href", "") for link in entry.findall(f"{atom}link")]
+    return out
+
+
 def test_an_atom_feed_lists_every_digest_and_feedparser_reads_it(store, tmp_path) -> None:
     import feedparser
 
@@ -208,13 +240,32 @@ def test_an_atom_feed_lists_every_digest_and_feedparser_reads_it(store, tmp_path
     feed = feedparser.parse(str(tmp_path / "reports" / "feed.xml"))
     assert not feed.bozo, feed.get("bozo_exception")
     assert feed.version == "atom10" and feed.feed.title == "Claim monitor digest"
-    assert [e.id for e in feed.entries] == [
-        "urn:claim-monitor:digest:2026-W11",
-        "urn:claim-monitor:digest:2026-W10",
-    ]
+    # Ids are URIs (urn:uuid), one per period, the same when the feed is rewritten.
+    ids = [feed.feed.id] + [e.id for e in feed.entries]
+    assert all(i.startswith("urn:uuid:") and uuid.UUID(i.removeprefix("urn:uuid:")) for i in ids)
+    assert len(set(ids)) == 3
     newest = feed.entries[0]
     assert newest.summary.startswith("1 verdict changed; 1 new evidence; 1 for review.")
-    assert {link.href for link in newest.links} == {"digest-2026-W11.md", "digest-2026-W11.html"}
+    # Links are absolute: the reports folder's file:// URI, each pointing at the file written (read from
+    # the XML: feedparser shortens file:/// to file://).
+    folder = (tmp_path / "reports").resolve()
+    assert _feed_links(tmp_path / "reports" / "feed.xml") == {
+        "self": [(folder / "feed.xml").as_uri()],
+        "2026-W11": [(folder / "digest-2026-W11.html").as_uri(), (folder / "digest-2026-W11.md").as_uri()],
+        "2026-W10": [(folder / "digest-2026-W10.md").as_uri()],
+    }
+    write_digest(store, settings, "2026-W11")
+    again = feedparser.parse(str(tmp_path / "reports" / "feed.xml"))
+    assert [again.feed.id] + [e.id for e in again.entries] == ids
+    # Served from a web server, the links start with report.public_url.
+    settings.report.public_url = "https://example.org/claims/reports"
+    write_digest(store, settings, "2026-W11")
+    served = feedparser.parse(str(tmp_path / "reports" / "feed.xml"))
+    assert not served.bozo
+    links = _feed_links(tmp_path / "reports" / "feed.xml")
+    assert links["self"] == ["https://example.org/claims/reports/feed.xml"]
+    assert "https://example.org/claims/reports/digest-2026-W11.md" in links["2026-W11"]
+    assert served.feed.id != feed.feed.id and served.feed.id.startswith("urn:uuid:")
 
 
 def test_digests_follow_the_umask_and_a_killed_writes_temp_files_are_cleaned(store, tmp_path) -> None:
@@ -238,3 +289,19 @@ def test_digests_follow_the_umask_and_a_killed_writes_temp_files_are_cleaned(sto
         os.umask(previous)
     assert path.stat().st_mode & 0o777 == 0o644  # not mkstemp's 0600
     assert not stale.exists() and fresh.exists()
+
+
+def test_report_reports_option_writes_the_digest_and_feed_to_that_folder(
+    store, db_url, tmp_path, monkeypatch, capsys
+) -> None:
+    """reports/README.md documents `monitor report --reports DIR` for one call."""
+    sample(World(store))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    code, out, err = main_in_process(
+        ["report", "--period", "2026-W11", "--reports", str(elsewhere)], db_url, tmp_path, monkeypatch, capsys
+    )
+    assert code == 0, err
+    assert (elsewhere / "digest-2026-W11.md").is_file() and (elsewhere / "feed.xml").is_file()
+    assert not (tmp_path / "reports" / "digest-2026-W11.md").exists()
+    assert "--reports DIR" in (REPO / "reports" / "README.md").read_text()

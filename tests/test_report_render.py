@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from html.parser import HTMLParser
 
 import pytest
@@ -77,6 +78,8 @@ def test_view_model_groups_by_line_changed_first_and_drops_unrelated(digest) -> 
 
 
 def test_markdown_structure_links_and_escaping(digest) -> None:
+    from monitor.markup import plain_text
+
     text = render(digest, "md", trusted_settings())
     assert text.startswith("# Claim monitor digest — week 2026-W11 (09 Mar – 15 Mar 2026)\n")
     assert text.index("## Summary") < text.index("## What breaks") < text.index("## Is diversity")
@@ -100,10 +103,10 @@ def test_markdown_structure_links_and_escaping(digest) -> None:
     hrefs = [c.attrs["href"] for t in tokens if t.children for c in t.children if c.type == "link_open"]
     assert "http://evil" not in hrefs
     assert "https://arxiv.org/abs/2603.01234v1" in hrefs and "https://arxiv.org/abs/2505.11711" in hrefs
-    # The evidence quote is a blockquote, with the hostile text intact as text.
+    # The evidence quote is a blockquote, with the hostile text intact as text (its emphasis as plain text).
     quotes = [i for i, t in enumerate(tokens) if t.type == "blockquote_open"]
     quoted = [tokens[i + 2].content for i in quotes]
-    assert any(NASTY.split(" h")[0].replace("\\", "") in q.replace("\\", "") for q in quoted)
+    assert any(plain_text(NASTY).split(" h")[0].replace("\\", "") in q.replace("\\", "") for q in quoted)
     # Tables keep their shape although a claim contains "|": every row has the header's cell count.
     rows: list[int] = []
     cells = 0
@@ -123,7 +126,8 @@ def test_markdown_structure_links_and_escaping(digest) -> None:
 def test_markdown_escape_function() -> None:
     assert md("a | b") == "a \\| b"
     assert md("<b>x</b>") == "\\<b\\>x\\</b\\>"
-    assert md("1. not a list\nsecond *line*") == "1\\. not a list second \\*line\\*"
+    assert md("1. not a list\nsecond *line*") == "1\\. not a list second line"
+    assert md("a * b * c") == "a \\* b \\* c"
     assert md("- dash") == "\\- dash"
     assert md(None) == ""
 
@@ -344,3 +348,64 @@ def test_a_cross_reference_never_states_a_withheld_or_unconfirmed_label(lite) ->
     assert "Also bears on" not in section and "shown above under" not in section
     assert section.count("ranks closest to this claim — not read for stance") == 2
     assert "SUPPORTS" not in section and "RELAXES" not in section and "unconfirmed" not in section
+
+
+LATEX_TITLE = r"\textsc{Sparse} updates: RL changes only 20\% of $\theta$ \\ \emph{not} all"
+LATEX_QUOTE = r"RL \textbf{updates} only $5$--$30\%$ of the parameters"
+
+
+def test_latex_and_markdown_emphasis_read_as_text_in_every_format(lite, capsys) -> None:
+    """arXiv's LaTeX and the claims' Markdown emphasis never reach a reader as syntax."""
+    from rich.console import Console
+
+    from monitor.verdicts.show import claim_detail, print_claim
+
+    w = World(lite)
+    w.line("rl", "What does RL change?")
+    w.claim("c_tex", "Preference tuning *reduces* diversity in **code**", ("rl",), date_text="2025")
+    w.paper("2603.04444", LATEX_TITLE, dt.date(2026, 3, 10))
+    w.assess("2603.04444", "c_tex", "SUPPORTS", 0.9, evidence=LATEX_QUOTE, rationale=r"It says \emph{only}.")
+    settings = trusted_settings()
+    digest = gather_digest(lite, settings, WEEK)
+    title = "Sparse updates: RL changes only 20% of θ not all"
+    for fmt in ("md", "html", "txt"):
+        text = render(digest, fmt, settings)
+        plain = re.sub(r"\\(.)", r"\1", text) if fmt == "md" else text  # Markdown's own escapes
+        if fmt == "html":
+            parser = Tags()
+            parser.feed(text)
+            plain = " ".join(parser.text)
+        plain = " ".join(plain.split())
+        for syntax in ("\\emph", "\\textsc", "\\textbf", "\\%", "$", "\\\\", "*reduces*", "**code**"):
+            assert syntax not in plain, (fmt, syntax)
+        assert title in plain, fmt
+        assert "RL updates only 5--30% of the parameters" in plain, fmt
+        assert "Preference tuning reduces diversity in code" in plain, fmt
+    console = Console(width=300, no_color=True)
+    print_claim(console, claim_detail(lite, settings, "c_tex"))
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "Preference tuning reduces diversity in code" in shown and "*reduces*" not in shown
+    assert "RL updates only 5--30% of the parameters" in shown and "\\textbf" not in shown
+
+
+def test_plain_text_keeps_what_is_not_markup() -> None:
+    from monitor.markup import plain_text
+
+    assert plain_text("costs $5 and $10, ~2025, snake_case_name, a * b") == (
+        "costs $5 and $10, ~2025, snake_case_name, a * b"
+    )
+    assert plain_text(r"G{\"o}del's \'ecole, $\alpha \leq 10^{-3}$, \{a\}") == "Gödel's école, α ≤ 10^-3, {a}"
+    # Seen in the shipped sample's abstracts:
+    real = {
+        r"We propose $\textbf{RISE-RL}$ (Rubric": "We propose RISE-RL (Rubric",
+        r"an early SFT$\rightarrow$RL transition": "an early SFT→RL transition",
+        r"and $\sim$200M tokens": "and ~200M tokens",
+        r"from \(66.34\%\) to \(69.79\%\)": "from 66.34% to 69.79%",
+        r"corpora \cite{jang2022knowledge}. In": "corpora. In",
+        r"at \href{https://github.com/a/b}{https://github.com/a/b}.": "at https://github.com/a/b.",
+        r"Optimization~(\textbf{DGO})": "Optimization (DGO)",
+        r"SGG-R$^{\rm 3}$, a": "SGG-R^3, a",
+        r"translation$\unicode{x2014}$hence": "translation—hence",
+        r"(4) $>$70% faster": "(4) >70% faster",
+    }
+    assert {raw: plain_text(raw) for raw in real} == real

@@ -238,6 +238,31 @@ def test_cli_set_list_and_the_interactive_walk(db_url: str, tmp_path: Path) -> N
     assert bad.returncode == 64 and "no assessment with id 12345" in bad.stderr
 
 
+def test_a_note_alone_is_listed_among_the_reviewed_pairs(
+    store, db_url, tmp_path, monkeypatch, capsys
+) -> None:
+    """`review set ID --note T` records a note, and `review list --reviewed` shows it."""
+    from test_report_digest import main_in_process
+
+    w = world(store)
+    w.paper("2509.00001", "Dense RL", dt.date(2025, 9, 1), abstract=ABSTRACT)
+    noted = w.assess("2509.00001", "c1", "OVERTURNS", 0.6, evidence=QUOTE)
+    w.paper("2509.00002", "Sparse RL", dt.date(2025, 9, 2), abstract=ABSTRACT)
+    decided = w.assess("2509.00002", "c1", "SUPPORTS", 0.6, evidence=QUOTE)
+    record(store, noted, note="read the full paper: dense only above 7B")
+    record(store, decided, label="S")
+    rows = {r["arxiv_id"]: r for r in decisions(store)}
+    assert set(rows) == {"2509.00001", "2509.00002"}
+    assert (rows["2509.00001"]["action"], rows["2509.00001"]["label"]) == ("note", None)
+    assert rows["2509.00001"]["history"][0]["note"] == "read the full paper: dense only above 7B"
+    assert (rows["2509.00002"]["action"], rows["2509.00002"]["label"]) == ("confirm", "SUPPORTS")
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, err = main_in_process(["review", "list", "--reviewed"], db_url, tmp_path, monkeypatch, capsys)
+    assert code == 0, err
+    flat = " ".join(out.split())
+    assert "2 reviewed pairs" in flat and "dense only above 7B" in flat
+
+
 def test_the_walk_on_a_real_terminal_takes_single_key_presses(sqlite_url: str, tmp_path: Path) -> None:
     import pty
     import select as select_module

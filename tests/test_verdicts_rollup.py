@@ -9,6 +9,7 @@ import pytest
 from digest_world import World, trusted_settings
 from sqlalchemy import select
 
+from monitor.errors import NotFound
 from monitor.store.models import Verdict
 from monitor.verdicts.rollup import compute_verdicts, current_verdicts
 
@@ -109,7 +110,9 @@ def test_ungrounded_and_older_papers_in_the_store(store) -> None:
     assert change.status == "UNTESTED"
     [current] = current_verdicts(store, line_id="rl")
     assert current.summary == "no paper counts yet; 1 paper withheld (1 ungrounded)"
-    assert current_verdicts(store, line_id="nope") == []
+    # An unknown line is an error, not an empty table that reads as "no claims".
+    with pytest.raises(NotFound, match="no line with id 'nope'"):
+        current_verdicts(store, line_id="nope")
 
 
 def test_a_lines_own_anchor_is_not_new_evidence(store) -> None:

@@ -12,8 +12,8 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from monitor.errors import MonitorError
-from monitor.store.claims import claim_count, claims_cited_by
+from monitor.errors import MonitorError, NotFound, UsageError
+from monitor.store.claims import active_claims, claim_count, claims_cited_by
 from monitor.store.db import Store
 from monitor.store.lines import (
     active_line_counts,
@@ -34,6 +34,18 @@ def require_claims(store: Store) -> None:
     with store.session() as s:
         if not claim_count(s):
             raise MonitorError(NO_CLAIMS)
+
+
+def check_claim_ids(store: Store, claim_ids: list[str] | None) -> None:
+    """Every id a `--claim` option gave names an active claim: an unknown one is an error, not a run
+    that quietly does nothing."""
+    if not claim_ids:
+        return
+    with store.session() as s:
+        known = {c.id for c in active_claims(s, claim_ids)}
+    missing = [cid for cid in claim_ids if cid not in known]
+    if missing:
+        raise NotFound(f"no active claim {', '.join(map(repr, missing))} (see `monitor claims`)")
 
 
 @dataclass
@@ -102,8 +114,8 @@ def resolve_line(session: Session, ref: str) -> Line:
     if len(hits) == 1:
         return hits[0]
     if not hits:
-        raise MonitorError(f"no line with id {ref!r}; `monitor lines` lists them")
-    raise MonitorError(f"line id {ref!r} is ambiguous: {', '.join(h.id for h in hits)}")
+        raise NotFound(f"no line with id {ref!r}; `monitor lines` lists them")
+    raise UsageError(f"line id {ref!r} is ambiguous: {', '.join(h.id for h in hits)}")
 
 
 def list_lines(

@@ -1,6 +1,6 @@
 """Command line: parses arguments, calls a stage and prints. No logic of its own lives here.
 
-One module a command group: `claims` (init, seeds, lines, claims), `sources` (fetch, anchors),
+One module a command group: `claims` (init, seeds, lines, claims), `doctor`, `sources` (fetch, anchors),
 `judging` (relevance, judge, eval), `reports` (verdicts, show, report), `operations` (run, runs,
 retest, daemon, replay) and `review`. Commands print with rich and raise MonitorError for the user;
 `main` turns that into one line on stderr and the error's exit code.
@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from monitor.cli import claims, judging, operations, reports, review, sources
+from monitor.cli import claims, doctor, judging, operations, reports, review, sources
 from monitor.cli.context import AppContext, err_console
 from monitor.errors import MonitorError
 
@@ -30,11 +30,19 @@ app = typer.Typer(
     add_completion=False,
 )
 # Unnamed, a module's commands join the root's; the order here is the order `monitor --help` lists.
-for group in (claims.app, sources.app, judging.app, reports.app, operations.app):
+for group in (claims.app, doctor.app, sources.app, judging.app, reports.app, operations.app):
     app.add_typer(group)
 app.add_typer(claims.seeds_app, name="seeds")
 app.add_typer(sources.anchors_app, name="anchors")
 app.add_typer(review.app, name="review")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from monitor import __version__
+
+        typer.echo(f"claim-monitor {__version__}")
+        raise typer.Exit()
 
 
 @app.callback()
@@ -45,6 +53,10 @@ def root(
     ] = None,
     db: Annotated[str | None, typer.Option("--db", help="Database URL, overriding the config.")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log progress details.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
 ) -> None:
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from monitor.cli.context import AppContext, console, ctx_of
+from monitor.cli.doctor import PORT_HELP, print_chosen, print_detection
 from monitor.config import Settings
 
 app = typer.Typer()
@@ -21,20 +22,41 @@ def init_command(
     no_import: Annotated[
         bool, typer.Option("--no-import", help="Do not import the seeds directory even if it has files.")
     ] = False,
+    no_detect: Annotated[
+        bool, typer.Option("--no-detect", help="Do not look for a local LLM server to judge with.")
+    ] = False,
+    port: Annotated[list[int] | None, typer.Option("--port", help=PORT_HELP, show_default=False)] = None,
 ) -> None:
     """Start a project: a commented monitor.toml with every setting, seeds/ and reports/, the database.
 
     The config goes to --config (default ./monitor.toml); an existing one is kept unless --force.
 
+    An OpenAI-compatible server on this machine's usual ports (Ollama 11434, llama.cpp 8080, LM Studio
+    1234, vLLM 8000) becomes the judge: its settings are written set (skip with --no-detect).
+
     Claim files already in the seeds directory are imported (skip with --no-import).
     """
     from monitor.config import DEFAULT_CONFIG_FILE
-    from monitor.scaffold import write_config
+    from monitor.llm.servers import find_servers
+    from monitor.scaffold import check_target, write_config
 
     app_ctx = ctx_of(ctx)
     target = Path(app_ctx.config or DEFAULT_CONFIG_FILE)
-    write_config(target, force=force)
-    console.print(f"wrote {target} (every setting, commented, with its default)", highlight=False)
+    check_target(target, force)  # before the scan: an existing config is kept unless --force
+    server = None
+    if not no_detect:
+        detection = find_servers(port)
+        print_detection(console, detection)
+        server = detection.chosen
+    if server is None:
+        write_config(target, force=force)
+        console.print(f"wrote {target} (every setting, commented, with its default)", highlight=False)
+    else:
+        judge = server.judge_settings()
+        why = f"found by `monitor init`: {server.kind} at {server.base_url}"
+        write_config(target, force=force, chosen={"judge": judge}, why=why)
+        print_chosen(console, judge, server.other_models)
+        console.print(f"wrote {target} (every setting, commented; the judge's set)", highlight=False)
     fresh = AppContext(config=str(target), db_url=app_ctx.db_url)
     ctx.obj = fresh
     settings = fresh.settings

@@ -22,12 +22,14 @@ def relevance_command(
     """Pick the (paper, claim) pairs worth judging among papers each claim has not been scanned against."""
     from contextlib import nullcontext
 
+    from monitor.claims.listing import check_claim_ids
     from monitor.relevance import select_candidates
     from monitor.schedule.lock import run_lock
     from monitor.store.runs import recorded_run
 
     app_ctx = ctx_of(ctx)
     store, settings = app_ctx.store, app_ctx.settings
+    check_claim_ids(store, claim)
     # The LLM screen pays for its calls: under the run lock, like `monitor judge`.
     locked = run_lock(store, settings) if settings.relevance.screen == "llm" else nullcontext()
     with locked, recorded_run(store, "relevance") as run:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -64,6 +65,9 @@ def report_command(
     ] = None,
     email: Annotated[bool, typer.Option("--email", help="Mail the digest (once per period).")] = False,
     force: Annotated[bool, typer.Option("--force", help="With --email: send even if already sent.")] = False,
+    reports: Annotated[
+        Path | None, typer.Option("--reports", help="Write the digest here (default: paths.reports).")
+    ] = None,
 ) -> None:
     """Write the digest for a period (default: the last complete ISO week) and optionally mail it."""
     from monitor.report.digest import write_digest
@@ -72,6 +76,8 @@ def report_command(
 
     app_ctx = ctx_of(ctx)
     settings = app_ctx.settings
+    if reports:
+        settings.paths.reports = reports
     with recorded_run(app_ctx.existing_store, "report") as run:
         result = write_digest(
             app_ctx.store,

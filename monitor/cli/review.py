@@ -93,10 +93,11 @@ def review_list_command(
         for column in ("claim", "paper", "decision", "label", "history"):
             table.add_column(column, overflow="fold")
         for row in rows:
-            steps = "; ".join(f"{h['when']} {h['action']} {h['from']}->{h['to']}" for h in row["history"])  # type: ignore[union-attr]
+            steps = "; ".join(_step(h) for h in row["history"])  # type: ignore[union-attr]
             table.add_row(
-                str(row["claim_id"]), str(row["arxiv_id"]), str(row["action"]), str(row["label"]), steps
-            )
+                escape(str(row["claim_id"])), str(row["arxiv_id"]), str(row["action"]),
+                str(row["label"] or "—"), escape(steps),
+            )  # fmt: skip
         console.print(table)
         return
     queue = review_queue(app_ctx.existing_store, app_ctx.settings)
@@ -117,6 +118,12 @@ def review_list_command(
             escape(item.reason),
         )
     console.print(table)
+
+
+def _step(h: dict[str, object]) -> str:
+    """One history row: when, what, from -> to, and the note."""
+    note = f": {h['note']}" if h["note"] else ""
+    return f"{h['when']} {h['action']} {h['from']}->{h['to'] or '—'}{note}"
 
 
 @app.command("export")

@@ -9,13 +9,16 @@ from monitor.judge.base import Judge
 PROVIDERS = ("local", "openai")
 
 
-def make_judge(settings: Settings, provider: str | None = None) -> Judge:
-    """Build the judge for `provider` ("local" | "openai"; None: settings.judge.resolved_provider())."""
+def make_judge(settings: Settings, provider: str | None = None, connect: bool = True) -> Judge:
+    """Build the judge for `provider` ("local" | "openai"; None: settings.judge.resolved_provider()).
+
+    `connect=False` for an estimate: an `openai` judge then needs no API key or base URL until it calls.
+    """
     chosen = provider or settings.judge.resolved_provider()
     if chosen == "openai":
         from monitor.judge.openai_judge import OpenAIJudge
 
-        return OpenAIJudge(settings.judge)
+        return OpenAIJudge(settings.judge, connect=connect)
     if chosen == "local":
         # Imported only when asked for: the embedded model's dependencies are heavier.
         from monitor.judge.student import StudentJudge

@@ -27,7 +27,11 @@ class OpenAIJudge(Judge):
     billed = True
 
     def __init__(
-        self, settings: JudgeSettings, prompts: JudgePrompts | None = None, client: OpenAI | None = None
+        self,
+        settings: JudgeSettings,
+        prompts: JudgePrompts | None = None,
+        client: OpenAI | None = None,
+        connect: bool = True,
     ) -> None:
         self.settings = settings
         self.prompts: JudgePrompts = prompts or load_prompts(settings.prompts_dir)
@@ -35,7 +39,8 @@ class OpenAIJudge(Judge):
         self.prompt_version = self.prompts.version
         self.claims_per_call = max(1, settings.claims_per_call)
         self.max_concurrency = max(1, settings.concurrency)
-        self.transport = ChatTransport(settings, self.name, self.prompt_version, client)
+        # connect=False: a dry run, which prices calls and makes none, needs no key (ChatTransport)
+        self.transport = ChatTransport(settings, self.name, self.prompt_version, client, connect)
 
     @property
     def mode(self) -> Mode | None:

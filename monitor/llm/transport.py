@@ -97,14 +97,21 @@ class ChatTransport:
     """Chat calls to one server and model, recorded under `provider` and `prompt_version`."""
 
     def __init__(
-        self, settings: JudgeSettings, provider: str, prompt_version: str, client: OpenAI | None = None
+        self,
+        settings: JudgeSettings,
+        provider: str,
+        prompt_version: str,
+        client: OpenAI | None = None,
+        connect: bool = True,
     ) -> None:
+        """`connect=False` (an estimate, which calls nothing): no client is made until one is used, so
+        neither a key nor a base URL is needed."""
         self.settings = settings
         self.provider = provider
         self.model = settings.model
         self.prompt_version = prompt_version
         self._secret = settings.api_key.get_secret_value() if settings.api_key else ""
-        self.client = client or self._make_client()
+        self._client = client if client is not None or not connect else self._make_client()
         self._lock = threading.Lock()
         self._probe_lock = threading.Lock()  # one worker probes the response form; the others wait
         self._mode: Mode | None = None if settings.response_format == "auto" else settings.response_format
@@ -117,6 +124,12 @@ class ChatTransport:
     def mode(self) -> Mode | None:
         """The response form this server was found to accept (None until the first success)."""
         return self._mode
+
+    @property
+    def client(self) -> OpenAI:
+        if self._client is None:
+            self._client = self._make_client()
+        return self._client
 
     def drain_warnings(self) -> list[str]:
         """What the run should be told (concurrency lowered), once each."""

@@ -60,7 +60,7 @@ def content_hash(markdown: str, digest: Digest) -> str:
 STALE_STORE_DAYS = 14
 
 
-def _data_today(store: Store, spec: str, today: dt.date, run: RunRecord | None) -> dt.date:
+def _data_today(store: Store, spec: str, today: dt.date) -> dt.date:
     """The day the default period is counted back from: today, or just after the store's newest paper.
 
     A live deployment reports the last complete week even when it was empty (the digest says so).
@@ -72,19 +72,17 @@ def _data_today(store: Store, spec: str, today: dt.date, run: RunRecord | None) 
     if newest is None or newest >= default.start - dt.timedelta(days=STALE_STORE_DAYS):
         return today
     shifted = newest + dt.timedelta(days=7) if spec == "week" else _first_of_next_month(newest)
-    note = f"newest stored paper is from {newest}; reporting the period that holds it, not the last one"
-    log.warning(note)
-    if run is not None:
-        run.warnings.append(note)
+    # Information, not a warning: a snapshot store is reported as intended (the period printed says which).
+    log.info("newest stored paper is from %s; reporting the period that holds it, not the last one", newest)
     return shifted
 
 
 def reported_period(
-    store: Store, spec: str = "week", today: dt.date | None = None, run: RunRecord | None = None
+    store: Store, spec: str = "week", today: dt.date | None = None
 ) -> Period:
     """The period a default digest (`spec` week or month) reports: the last complete one, or for a store
     filled from a snapshot the one holding its newest paper (`_data_today`)."""
-    today = _data_today(store, spec, today or dt.datetime.now(dt.UTC).date(), run)
+    today = _data_today(store, spec, today or dt.datetime.now(dt.UTC).date())
     return resolve_period(spec, None, None, today)
 
 
@@ -112,7 +110,7 @@ def write_digest(
     """
     default_period = not isinstance(period, Period) and period in (None, "week", "month")
     if default_period and since is None and until is None:
-        chosen = reported_period(store, period or "week", today, run)
+        chosen = reported_period(store, period or "week", today)
     else:
         chosen = period if isinstance(period, Period) else resolve_period(period, since, until, today)
     wanted = ["md", *[f for f in (formats or settings.report.formats) if f != "md"]]

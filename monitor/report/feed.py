@@ -2,12 +2,16 @@
 
 Feed readers are how many researchers follow such tools. Each entry is one period's digest: its
 title, when it was rendered, a one-line summary (verdicts changed, new evidence, for review) and links
-to its Markdown and HTML files, relative to the feed so the reports folder can be served as is.
+to its Markdown and HTML files. Atom wants absolute links and URI ids: links start with
+`report.public_url` (where the reports folder is served), else the folder's file:// URI; the feed's and
+each entry's id is a `urn:uuid:` derived from the feed's own address (and the period), so it stays the
+same from one rewrite to the next.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -41,13 +45,31 @@ def _summary(stats: dict[str, object]) -> str:
     )
 
 
+def _folder_url(settings: Settings, reports: Path) -> str:
+    """The reports folder's address, ending in '/'."""
+    base = settings.report.public_url or reports.resolve().as_uri()
+    return base if base.endswith("/") else base + "/"
+
+
+def _href(path: str, reports: Path, folder: str) -> str:
+    """An absolute link to a digest file: under the folder's address when it lies in the folder."""
+    resolved = Path(path).resolve()
+    return folder + resolved.name if resolved.parent == reports.resolve() else resolved.as_uri()
+
+
+def _uri_id(address: str) -> str:
+    return f"urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, address)}"
+
+
 def feed_xml(store: Store, settings: Settings, reports: Path) -> bytes:
     """The feed's XML for every digest row, newest period first."""
     ET.register_namespace("", ATOM)
+    folder = _folder_url(settings, reports)
+    self_url = folder + FEED_NAME
     feed = ET.Element(f"{{{ATOM}}}feed")
     ET.SubElement(feed, f"{{{ATOM}}}title").text = settings.report.title
-    ET.SubElement(feed, f"{{{ATOM}}}id").text = f"urn:claim-monitor:{settings.report.title}"
-    ET.SubElement(feed, f"{{{ATOM}}}link", rel="self", href=FEED_NAME)
+    ET.SubElement(feed, f"{{{ATOM}}}id").text = _uri_id(self_url)
+    ET.SubElement(feed, f"{{{ATOM}}}link", rel="self", href=self_url)
     ET.SubElement(ET.SubElement(feed, f"{{{ATOM}}}author"), f"{{{ATOM}}}name").text = "claim-monitor"
     with store.session() as s:
         entries = [
@@ -59,12 +81,12 @@ def feed_xml(store: Store, settings: Settings, reports: Path) -> bytes:
     for key, created, markdown, html, stats in entries:
         entry = ET.SubElement(feed, f"{{{ATOM}}}entry")
         ET.SubElement(entry, f"{{{ATOM}}}title").text = f"{settings.report.title}: {key}"
-        ET.SubElement(entry, f"{{{ATOM}}}id").text = f"urn:claim-monitor:digest:{key}"
+        ET.SubElement(entry, f"{{{ATOM}}}id").text = _uri_id(f"{self_url}#{key}")
         ET.SubElement(entry, f"{{{ATOM}}}updated").text = _stamp(created)
         ET.SubElement(entry, f"{{{ATOM}}}summary").text = _summary(stats)
         for path, kind in ((html, "text/html"), (markdown, "text/markdown")):
             if path:
-                href = Path(path).name if Path(path).resolve().parent == reports.resolve() else path
+                href = _href(path, reports, folder)
                 ET.SubElement(entry, f"{{{ATOM}}}link", rel="alternate", type=kind, href=href)
     return ET.tostring(feed, encoding="utf-8", xml_declaration=True)
 

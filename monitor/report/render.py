@@ -4,6 +4,11 @@ Templates come from settings.report.templates_dir first (same file names overrid
 shipped `monitor/templates/`. Everything in a digest that came from a paper or a claim is untrusted
 text: HTML templates autoescape it; Markdown templates pass it through `md` (inline), `md_cell` (inside
 a table) or `md_quote` (a blockquote), which neutralise Markdown and HTML syntax.
+
+Such text also carries markup of its own (LaTeX in arXiv titles and abstracts, Markdown emphasis in
+claims): every format shows it as text through `monitor.markup.plain_text`, which the Markdown and
+plain-text filters (`md`, `md_cell`, `md_quote`, `one_line`) apply first and HTML templates apply to
+every `{{ ... }}` they print (the environment's `finalize`).
 """
 
 from __future__ import annotations
@@ -14,9 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import jinja2.nodes
+import markupsafe
 
 from monitor.config import Settings
 from monitor.errors import ConfigError
+from monitor.markup import plain_text
 from monitor.sources.base import arxiv_url
 
 SHIPPED_TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
@@ -30,8 +38,8 @@ _MD_LINE_START = re.compile(r"^(\s*)(\d+)([.)])|^(\s*)([-+=])")
 
 
 def one_line(text: object) -> str:
-    """Collapse all whitespace (newlines included) to single spaces."""
-    return " ".join(str(text or "").split())
+    """The text's markup as plain text, all whitespace (newlines included) collapsed to single spaces."""
+    return " ".join(plain_text(text).split())
 
 
 def md(text: object) -> str:
@@ -56,6 +64,15 @@ def md_quote(text: object) -> str:
     return "> " + (md(text) or "(no quote)")
 
 
+@jinja2.pass_eval_context
+def _finalize(eval_ctx: jinja2.nodes.EvalContext, value: object) -> object:
+    """What an HTML template prints: untrusted text as plain text (then autoescaped). Markdown and text
+    templates print their filters' output, already plain, so it is left alone there."""
+    if eval_ctx.autoescape and isinstance(value, str) and not isinstance(value, markupsafe.Markup):
+        return plain_text(value)
+    return value
+
+
 def fmt_date(day: dt.date | dt.datetime | None, missing: str = "—") -> str:
     if day is None:
         return missing
@@ -76,6 +93,7 @@ def environment(templates_dir: Path | None = None) -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        finalize=_finalize,
     )
     env.filters.update(
         md=md, md_cell=md_cell, md_quote=md_quote, one_line=one_line, arxiv_url=arxiv_url, date=fmt_date

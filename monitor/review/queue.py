@@ -20,14 +20,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from monitor.config import Settings
-from monitor.errors import UsageError
+from monitor.errors import NotFound, UsageError
 from monitor.files import write_atomic
 from monitor.sources.base import arxiv_url
 from monitor.store.claims import active_claims
 from monitor.store.db import Store
 from monitor.store.models import Assessment, Claim, Paper, Review
 from monitor.store.papers import abstracts_of
-from monitor.store.reviews import add_review, decisions_in_force, history
+from monitor.store.reviews import add_review, decisions_in_force, history, reviewed_pairs
 from monitor.verdicts.rollup import claim_dates, load_evidence
 from monitor.verdicts.rules import STANCES, EvidenceItem, Thresholds, decide
 
@@ -163,7 +163,7 @@ def record(
     with store.session() as s:
         assessment = s.get(Assessment, assessment_id)
         if assessment is None:
-            raise UsageError(f"no assessment with id {assessment_id} (see `monitor review list`)")
+            raise NotFound(f"no assessment with id {assessment_id} (see `monitor review list`)")
         decision = decisions_in_force(s, [assessment.claim_id]).get(
             (assessment.claim_id, assessment.arxiv_id)
         )
@@ -180,19 +180,24 @@ def record(
 
 
 def decisions(store: Store) -> list[dict[str, object]]:
-    """Every reviewed pair with its decision in force and its history (from, to, when, note)."""
+    """Every reviewed pair with its decision in force and its history (from, to, when, note).
+
+    A pair with notes alone is listed too, as action "note" with no label of a curator's: the judge's
+    label still holds there.
+    """
     out: list[dict[str, object]] = []
     with store.session() as s:
         in_force = decisions_in_force(s)
-        for (claim_id, arxiv_id), decision in sorted(in_force.items()):
+        for claim_id, arxiv_id in reviewed_pairs(s):
+            decision = in_force.get((claim_id, arxiv_id))
             rows = history(s, claim_id, arxiv_id)
             out.append(
                 {
                     "claim_id": claim_id,
                     "arxiv_id": arxiv_id,
-                    "action": decision.action,
-                    "label": decision.label,
-                    "decisive": decision.decisive,
+                    "action": decision.action if decision else "note",
+                    "label": decision.label if decision else None,
+                    "decisive": decision.decisive if decision else False,
                     "history": [_history_row(r) for r in rows],
                 }
             )

@@ -21,8 +21,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from sqlalchemy.orm import Session
 
 from monitor.claims.ids import claim_id, normalise
+from monitor.claims.listing import check_claim_ids
 from monitor.config import Settings
-from monitor.errors import ConfigError, JudgeError, UsageError
+from monitor.errors import ConfigError, JudgeError, NotFound, UsageError
 from monitor.llm.answers import InvalidAnswer, load_json
 from monitor.llm.prompts import load_templates, untrusted_filter
 from monitor.llm.recorder import ExchangeRecorder
@@ -182,6 +183,7 @@ def propose_rewordings(
     client: OpenAI | None = None,
 ) -> ProposeSummary:
     """Propose a wording for each claim with confirmed RELAXES evidence not covered by an open proposal."""
+    check_claim_ids(store, claim_ids)
     summary = ProposeSummary()
     with store.session() as s:
         wanted = confirmed_relaxes(s, claim_ids)
@@ -282,7 +284,7 @@ def reject(store: Store, rewording_id: int, note: str = "") -> Decided:
 def _open_row(s: Session, rewording_id: int) -> ClaimRewording:
     row = get_rewording(s, rewording_id)
     if row is None:
-        raise UsageError(f"no proposed wording with id {rewording_id} (see `monitor review reword list`)")
+        raise NotFound(f"no proposed wording with id {rewording_id} (see `monitor review reword list`)")
     if row.status != "proposed":
         raise UsageError(
             f"proposed wording {rewording_id} was already {row.status} on {row.decided_at:%Y-%m-%d}"

@@ -51,18 +51,22 @@ def judge_once(store: Store, settings: Settings, request: JudgeRequest, stop: St
 
     Raises as `pipeline.judge_step` does; `show` sees each result before that.
     """
+    from monitor.claims.listing import check_claim_ids
     from monitor.judge.factory import make_judge
 
     batch = request.batch or settings.judge.batch
-    judge = make_judge(settings, request.provider or ("openai" if batch else None))
+    provider = request.provider or ("openai" if batch else None)
+    judge = make_judge(settings, provider, connect=not request.dry_run)  # a dry run calls nothing: no key
     if request.dry_run:
         if request.relevance:
             _pick(Steps(store, None, stop), store, settings, request, show)
+        check_claim_ids(store, request.claim_ids)  # after the claims sync, which may add the claim
         _estimate(store, settings, judge, request, batch, show)
         return
     with locked_run(store, settings, "judge", stop.event) as (run, held, _):
         if request.relevance:  # unrecorded, as in a dry run, but under the lock: the screen calls the LLM
             _pick(Steps(store, None, stop, held), store, settings, request, show)
+        check_claim_ids(store, request.claim_ids)
         step = Steps(store, run, stop, held)
         which = {"force": request.force, "claim_ids": request.claim_ids}
         if batch:

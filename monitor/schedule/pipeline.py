@@ -209,7 +209,7 @@ def _scoped_period(store: Store, settings: Settings, opts: RunOptions, run: RunR
     scope = opts.judge_scope or ("period" if opts.fetch and opts.source == "sample" else "all")
     if scope == "all" or not opts.report:
         return None
-    period = reported_period(store, settings.report.period, run=run)
+    period = reported_period(store, settings.report.period)
     run.add("scope", {"period": period.key, "judged_from": period.start.isoformat()})
     return period
 

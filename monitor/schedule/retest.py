@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from monitor.config import Settings
-from monitor.errors import InputError
+from monitor.errors import NotFound
 from monitor.schedule.lock import RunLock, locked_run
 from monitor.schedule.pipeline import Assess, Steps, assess, sync_claims, verdicts_step
 from monitor.schedule.signals import StopFlag
@@ -102,14 +102,12 @@ def resolve_claims(store: Store, claim_ids: list[str] | None, line_id: str | Non
         for cid in claim_ids or []:
             target = successors.get(cid, cid)
             if target not in active:
-                raise InputError("--claim", None, f"no active claim {cid!r} (see `monitor claims`)")
+                raise NotFound(f"--claim: no active claim {cid!r} (see `monitor claims`)")
             chosen.append(target)
         if line_id:
             linked = [c.id for c in active_claims_of_line(s, line_id)]
             if not linked:
-                raise InputError(
-                    "--line", None, f"no line {line_id!r} with active claims (see `monitor lines`)"
-                )
+                raise NotFound(f"--line: no line {line_id!r} with active claims (see `monitor lines`)")
             chosen.extend(linked)
     return sorted(set(chosen))
 

@@ -107,6 +107,11 @@ def abstracts_of(session: Session, keys: list[tuple[str, int]]) -> dict[tuple[st
     return {key: by_version.get(key) or by_paper.get(key[0], "") for key in keys}
 
 
+def paper_count(session: Session) -> int:
+    """How many papers are stored."""
+    return session.scalar(select(func.count()).select_from(Paper)) or 0
+
+
 def get_paper(session: Session, arxiv_id: str) -> Paper | None:
     return session.get(Paper, arxiv_id)
 

@@ -57,6 +57,12 @@ def has_review() -> ColumnElement[bool]:
     )
 
 
+def reviewed_pairs(session: Session) -> list[tuple[str, str]]:
+    """Every (claim_id, arxiv_id) with a review row, decision or note, in order."""
+    query = select(Review.claim_id, Review.arxiv_id).distinct().order_by(Review.claim_id, Review.arxiv_id)
+    return [(claim_id, arxiv_id) for claim_id, arxiv_id in session.execute(query)]
+
+
 def history(session: Session, claim_id: str, arxiv_id: str) -> list[Review]:
     """Every decision and note on one pair, oldest first."""
     query = select(Review).where(Review.claim_id == claim_id, Review.arxiv_id == arxiv_id)

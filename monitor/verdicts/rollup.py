@@ -15,9 +15,11 @@ from dataclasses import dataclass, field, replace
 from sqlalchemy.orm import Session
 
 from monitor.config import Settings
+from monitor.errors import NotFound
 from monitor.store.claims import active_claims, line_spans, lines_by_claim
 from monitor.store.db import Store
 from monitor.store.evidence import AssessmentRow, current_assessments
+from monitor.store.lines import lines_by_id
 from monitor.store.models import Claim, Verdict
 from monitor.store.reviews import Decision, decisions_in_force
 from monitor.store.runs import RunRecord
@@ -268,6 +270,8 @@ def current_verdicts(store: Store, line_id: str | None = None) -> list[CurrentVe
     the one stored computation, so a table never pairs a status with papers from another run.
     """
     with store.session() as s:
+        if line_id is not None and line_id not in lines_by_id(s):
+            raise NotFound(f"--line: no line with id {line_id!r} (see `monitor lines`)")
         lines = lines_by_claim(s)
         table: list[CurrentVerdict] = []
         for claim in active_claims(s):

@@ -11,7 +11,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from monitor.config import Settings
-from monitor.errors import InputError, UsageError
+from monitor.errors import NotFound, UsageError
+from monitor.markup import plain_text
 from monitor.store.claims import claim_ids_with_prefix, lines_of_claim
 from monitor.store.db import Store
 from monitor.store.models import Claim
@@ -112,7 +113,7 @@ def claim_detail(store: Store, settings: Settings, claim_id: str) -> ClaimDetail
                 )
                 raise UsageError(f"claim id prefix {claim_id!r} is ambiguous: {shown}")
         if claim is None:
-            raise InputError("claim", None, f"no claim with id {claim_id!r} (see `monitor verdicts`)")
+            raise NotFound(f"no claim with id {claim_id!r} (see `monitor verdicts`)")
         lines = [(line.id, line.question) for line in lines_of_claim(s, claim.id)]
         date = claim_dates(s, [claim])[claim.id]
         cutoff = evidence_cutoff(date)
@@ -140,16 +141,20 @@ def claim_detail(store: Store, settings: Settings, claim_id: str) -> ClaimDetail
     return detail
 
 
+def _quoted(evidence: str) -> str:
+    return f"“{plain_text(evidence)}”" if evidence else ""
+
+
 def print_claim(console: Console, d: ClaimDetail) -> None:
     console.print(
         f"[bold]{escape(d.id)}[/]  [{STYLE.get(d.status, '')}]{d.status}[/]"
         + ("  (retired)" if d.retired else "")
     )
-    console.print(escape(d.text), soft_wrap=True)
+    console.print(escape(plain_text(d.text)), soft_wrap=True)
     cutoff = f"papers after {d.cutoff}" if d.cutoff else "every paper"
     console.print(f"date: {escape(d.date_text or 'undated')}  (counts {cutoff})")
     for line_id, question in d.lines:
-        console.print(f"line {escape(line_id)}: {escape(question)}", soft_wrap=True)
+        console.print(f"line {escape(line_id)}: {escape(plain_text(question))}", soft_wrap=True)
     console.print(f"evidence: {escape(d.summary.sentence())}", soft_wrap=True)
     relevant = [e for e in d.evidence if e.item.label != "UNRELATED"]
     unrelated = len(d.evidence) - len(relevant)
@@ -167,9 +172,7 @@ def print_claim(console: Console, d: ClaimDetail) -> None:
                 f"{e.item.confidence:.2f}",
                 e.item.judge,
                 e.shown,
-                escape(
-                    "\n".join(part for part in (e.item.evidence and f"“{e.item.evidence}”", e.note) if part)
-                ),
+                escape("\n".join(part for part in (_quoted(e.item.evidence), e.note) if part)),
             )
         console.print(table)
     else:
@@ -202,7 +205,7 @@ def print_verdicts(console: Console, rows: list[CurrentVerdict], as_json: bool =
     for r in rows:
         table.add_row(
             f"[{STYLE.get(r.status, '')}]{r.status}[/]",
-            f"{escape(r.text[:90])}\n[dim]{r.claim_id}[/]",
+            f"{escape(plain_text(r.text)[:90])}\n[dim]{r.claim_id}[/]",
             escape(r.date_text or "undated"),
             escape(", ".join(r.lines)),
             str(r.status_since or r.changed_at or "—"),
