@@ -13,7 +13,15 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
 from monitor.errors import ConfigError
@@ -197,6 +205,27 @@ class VerdictSettings(Section):
     exclude_anchors: bool = True  # a line's own anchor papers are not new evidence for its claims
 
 
+class WebhookSettings(Section):
+    """Where a digest's summary is posted (monitor/report/webhooks.py). A Slack URL carries its token in
+    its path, so the URL is a secret: never logged, and best given by `url_env` (an environment variable)."""
+
+    kind: Literal["slack", "json"]
+    url: SecretStr | None = None
+    url_env: str | None = None  # the environment variable holding the URL, e.g. MONITOR_SLACK_URL
+    # How logs, errors and the digest's record name it; default: the kind and a hash of the URL.
+    name: str | None = None
+    headers: dict[str, SecretStr] = Field(default_factory=dict)  # e.g. Authorization; never logged
+    timeout_seconds: float = Field(default=10.0, gt=0)
+    max_retries: int = Field(default=3, ge=0)
+    retry_wait_seconds: float = Field(default=2.0, ge=0)  # first back-off; doubles per attempt
+
+    @model_validator(mode="after")
+    def _one_url(self) -> WebhookSettings:
+        if (self.url is None) == (self.url_env is None):
+            raise ValueError("give a webhook exactly one of url and url_env")
+        return self
+
+
 class ReportSettings(Section):
     period: Literal["week", "month"] = "week"
     formats: list[Literal["md", "html"]] = Field(default_factory=lambda: ["md"])
@@ -207,6 +236,9 @@ class ReportSettings(Section):
     # The address paths.reports is served at (https://example.org/reports/): the Atom feed's links and
     # ids start with it. Unset, they are the folder's file:// URI.
     public_url: str | None = None
+    # The claim board's address: webhook posts link to it (else to the digest under public_url, or its file).
+    board_url: str | None = None
+    webhooks: list[WebhookSettings] = Field(default_factory=list)  # posted once per period after a digest
 
 
 class EmailSettings(Section):

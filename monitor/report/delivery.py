@@ -220,12 +220,16 @@ def send_digest(store: Store, settings: Settings, digest_id: int, force: bool = 
     return True
 
 
-def _resend_hint(period_key: str) -> str:
+def report_args(period_key: str) -> str:
+    """The `monitor report` options that name this period again."""
     first, dots, last = period_key.partition("..")
-    which = f"--since {first} --until {last}" if dots else f"--period {period_key}"
+    return f"--since {first} --until {last}" if dots else f"--period {period_key}"
+
+
+def _resend_hint(period_key: str) -> str:
     return (
         "not sent again by later runs: check a recipient's mailbox, and "
-        f"`monitor report {which} --email --force` sends it again"
+        f"`monitor report {report_args(period_key)} --email --force` sends it again"
     )
 
 
