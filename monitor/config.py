@@ -7,6 +7,7 @@ The usual `OPENAI_API_KEY` / `OPENAI_BASE_URL` are honoured for the OpenAI-compa
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tomllib
@@ -369,7 +370,7 @@ def load_settings(explicit: str | Path | None = None) -> Settings:
             raise ConfigError(f"{path}: config file not found")
         data = _read_toml(path)
     data = _standard_env(data)
-    check_environment()
+    check_environment(_webhook_url_variables(data))
     try:
         return Settings(**data)
     except SettingsError as exc:
@@ -391,18 +392,27 @@ def _env_names() -> dict[str, str]:
     return {name.upper(): name for name in os.environ if name.upper().startswith(ENV_PREFIX)}
 
 
-def check_environment() -> None:
+def _webhook_url_variables(data: dict[str, Any]) -> frozenset[str]:
+    """The variables webhooks read their URLs from (`url_env`, in the file or MONITOR_REPORT__WEBHOOKS)."""
+    hooks = list((data.get("report") or {}).get("webhooks") or [])
+    with contextlib.suppress(TypeError, ValueError):  # not a JSON list: Settings says so
+        hooks += list(json.loads(os.environ.get(f"{ENV_PREFIX}REPORT__WEBHOOKS") or "[]"))
+    names = (h.get("url_env") for h in hooks if isinstance(h, dict))
+    return frozenset(n.upper() for n in names if isinstance(n, str))
+
+
+def check_environment(allowed: frozenset[str] = frozenset()) -> None:
     """Reject MONITOR_* variables that name no section or key, as unknown TOML keys are rejected.
 
     pydantic-settings alone silently ignores an unknown section (`MONITOR_JUGDE__MODEL`), so the
-    user's setting would quietly not apply.
+    user's setting would quietly not apply. `allowed`: other names in use (a webhook's `url_env`).
     """
     try:
         line_interval()  # read by the long steps, mid-run: a bad value fails here, before any work
     except ValueError as exc:
         raise ConfigError(f"environment variable {exc}") from None
     for upper, name in sorted(_env_names().items()):
-        if upper in OTHER_VARIABLES:
+        if upper in OTHER_VARIABLES or upper in allowed:
             continue
         section, nested, rest = upper[len(ENV_PREFIX) :].lower().partition("__")
         field = Settings.model_fields.get(section)

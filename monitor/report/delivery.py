@@ -155,6 +155,14 @@ def send_message(
         ) from None
 
 
+def raise_failures(failures: list[DeliveryError]) -> None:
+    """Raise what did not go out (mail, webhooks, digests), once everything was tried."""
+    if len(failures) == 1:
+        raise failures[0]
+    if failures:
+        raise DeliveryError("; ".join(str(f) for f in failures))
+
+
 def period_of(row: DigestRow) -> Period:
     if ".." in row.period_key:
         return Period("custom", row.period_start, row.period_end)

@@ -14,7 +14,7 @@ from typing import Any
 
 from monitor.config import Settings
 from monitor.files import write_together
-from monitor.report.delivery import DeliveryError, send_digest
+from monitor.report.delivery import DeliveryError, raise_failures, send_digest
 from monitor.report.feed import write_feed
 from monitor.report.gather import gather_digest
 from monitor.report.period import Period, resolve_period
@@ -145,14 +145,16 @@ def write_digest(
     write_feed(store, settings)
     if run is not None:
         run.add("report", {"period": chosen.key, **{k: v for k, v in stats.items() if k != "verdicts"}})
-    failure: DeliveryError | None = None
-    if settings.report.email if email is None else email:
-        try:
+    failures: list[DeliveryError] = []
+    try:
+        if settings.report.email if email is None else email:
             result.sent = send_digest(store, settings, digest_id, force=force)
-        except DeliveryError as exc:  # the webhooks are still tried
-            failure = exc
-    if notify:
-        result.posted = notify_digest(store, settings, digest_id, force=force)
-    if failure is not None:
-        raise failure
+    except DeliveryError as exc:  # the webhooks are still tried
+        failures.append(exc)
+    try:
+        if notify:
+            result.posted = notify_digest(store, settings, digest_id, force=force)
+    except DeliveryError as exc:
+        failures.append(exc)
+    raise_failures(failures)
     return result

@@ -187,7 +187,7 @@ def deliver(
 ) -> None:
     """Mail the digests due (with `email`), then post them to the configured webhooks: a failure of one
     does not keep the other from going out; DeliveryError (8) after both were tried."""
-    from monitor.report.delivery import DeliveryError
+    from monitor.report.delivery import DeliveryError, raise_failures
 
     failures: list[DeliveryError] = []
     if email:
@@ -200,10 +200,7 @@ def deliver(
             outcome.posted = step("webhooks", lambda: webhook_step(store, settings, run))
         except DeliveryError as exc:
             failures.append(exc)
-    if len(failures) == 1:
-        raise failures[0]
-    if failures:
-        raise DeliveryError("; ".join(str(f) for f in failures))
+    raise_failures(failures)
 
 
 def check_final(digest: Any) -> None:
@@ -385,24 +382,24 @@ def email_step(store: Store, settings: Settings, run: RunRecord) -> list[int]:
 
 def webhook_step(store: Store, settings: Settings, run: RunRecord) -> list[int]:
     """Post this run's digest, and any recent one not yet posted to every webhook, to report.webhooks."""
-    from monitor.report.delivery import DeliveryError
+    from monitor.report.delivery import DeliveryError, raise_failures
     from monitor.report.webhooks import notify_digest
 
     since = utcnow() - RESEND_WINDOW
     with store.session() as s:
         due = unsent_digests(s, since, ("run", "daemon:digest"), mailed_too=True)
-    posted, failures = [], []
+    posted: list[int] = []
+    failures: list[DeliveryError] = []
     for digest_id in due:
         try:
             if notify_digest(store, settings, digest_id):
                 posted.append(digest_id)
         except DeliveryError as exc:  # the next digest is still tried
-            failures.append(str(exc))
+            failures.append(exc)
     with store.session() as s:
         periods = period_keys(s, posted)
     run.counts["webhooks"] = {"posted": len(posted), "periods": periods}  # printed by `monitor run`
-    if failures:
-        raise DeliveryError("; ".join(failures))
+    raise_failures(failures)
     return posted
 
 
