@@ -16,8 +16,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import test_digest_judging_failures as failures
+import test_ops_run_faults as faults
 from digest_world import NASTY, TRUSTED_ENV, World, open_sqlite, sample, trusted_settings
-from llm_server import Reply, ScriptedLLM
+from llm_server import Reply, ScriptedLLM, answering
+from ops_helpers import make_settings, monitor, write_config
 from test_report_digest import main_in_process
 
 from monitor.config import Settings, WebhookSettings
@@ -29,6 +32,7 @@ from monitor.store.digests import WEBHOOKS_POSTED
 from monitor.store.records import Digest
 
 SECRET = "T0001/B0002/xoxb-sEcReT-wEbHoOk-token"
+llm, snapshot = faults.llm, faults.snapshot  # the scripted judge and the small snapshot of the run tests
 
 
 @pytest.fixture
@@ -311,3 +315,29 @@ def test_the_webhook_url_is_in_no_output_of_the_command(sqlite_url, server, tmp_
     for result in (failed, done):
         assert SECRET not in result.stdout + result.stderr
         assert "/services/" not in result.stdout + result.stderr
+
+
+def test_monitor_run_posts_a_final_digest_once_and_a_failed_judges_digest_never(
+    tmp_path, sqlite_url, snapshot, llm, server
+) -> None:
+    """`monitor run` end to end (the scripted LLM judge, a snapshot): the webhook step follows the digest."""
+    from monitor.errors import JudgeError
+    from monitor.schedule.pipeline import RunOptions, run_once
+    from monitor.store import open_store
+
+    llm.default = failures.first_call_then_garbage()  # most pairs fail: a digest that is not final
+    hooks = {"webhooks": [{"kind": "json", "url": hook_url(server), "retry_wait_seconds": 0.01}]}
+    settings = make_settings(tmp_path, sqlite_url, judge=faults.judge_options(llm), report=hooks)
+    store = open_store(sqlite_url)
+    with pytest.raises(JudgeError):
+        run_once(store, settings, RunOptions(source=str(snapshot)))
+    assert server.requests == []  # not posted, as not mailed
+    llm.default = answering("UNRELATED", evidence="")
+    outcome = run_once(store, settings, RunOptions(source=str(snapshot)))
+    assert outcome.posted == [outcome.digest_id] and len(server.requests) == 1
+    assert server.requests[0].body["final"] is True
+    store.close()
+    config = write_config(tmp_path, sqlite_url, judge=faults.judge_options(llm), report=hooks)
+    rerun = monitor(config, "run", "--source", str(snapshot))
+    assert rerun.returncode == 0, rerun.stderr
+    assert "webhooks: nothing to do" in rerun.stdout and len(server.requests) == 1
