@@ -174,6 +174,16 @@ def test_retries_run_out_and_nothing_is_recorded(lite, server, tmp_path) -> None
     assert SECRET not in str(failure.value) and failure.value.exit_code == 8
 
 
+def test_a_redirect_is_a_refusal_not_followed(lite, server, tmp_path) -> None:
+    sample(World(lite))
+    server.push(Reply(302, "", headers={"Location": hook_url(server, "/elsewhere")}))
+    settings = hook_settings(tmp_path, {"kind": "json", "url": hook_url(server)})
+    result = write_digest(lite, settings, "2026-W11")
+    with pytest.raises(DeliveryError, match="HTTP 302"):
+        notify_digest(lite, settings, result.digest_id)
+    assert [(r.method, r.path) for r in server.requests] == [("POST", f"/services/{SECRET}")]
+
+
 def test_a_digest_that_is_not_final_is_not_posted_unless_forced(lite, server, tmp_path, caplog) -> None:
     sample(World(lite))
     settings = hook_settings(tmp_path, {"kind": "json", "url": hook_url(server)})

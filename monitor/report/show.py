@@ -39,7 +39,7 @@ def print_digest_result(console: Console, result: DigestResult) -> None:
         console.print(
             f"NOT FINAL: the judge answered {judging.get('judged', 0)} of {judging.get('pairs', 0)} "
             f"candidate pairs ({judging.get('failed', 0)} failed, {judging.get('parked', 0)} parked); "
-            "not mailed",
+            "not mailed or posted",
             soft_wrap=True,
         )
     evidence = stats.get("evidence")

@@ -17,7 +17,9 @@ its path or query; headers are never logged.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import http.client
 import json
 import logging
 import os
@@ -197,20 +199,33 @@ def _scrub(text: str, url: str) -> str:
     return text
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A webhook that redirects is misconfigured: urllib would turn the POST into a GET without the body
+    (and could carry the request elsewhere), so a 3xx is an HTTPError like any refusal."""
+
+    def redirect_request(self, *_args: Any, **_kwargs: Any) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
+
+
 def post_once(hook: Hook, body: bytes) -> int:
     """One POST; the status of a 2xx answer, else HookFailed."""
     headers = {"Content-Type": "application/json; charset=utf-8", "User-Agent": USER_AGENT}
     headers |= {name: value.get_secret_value() for name, value in hook.config.headers.items()}
     request = urllib.request.Request(hook.url, data=body, headers=headers, method="POST")
     try:
-        with urllib.request.urlopen(request, timeout=hook.config.timeout_seconds) as response:
+        with _OPENER.open(request, timeout=hook.config.timeout_seconds) as response:
             return int(response.status)
     except urllib.error.HTTPError as exc:
-        detail = " ".join(exc.read(200).decode("utf-8", "replace").split())
+        what = f"HTTP {exc.code}"
+        with contextlib.suppress(OSError, http.client.HTTPException):  # the reason, when the body says one
+            detail = " ".join(exc.read(200).decode("utf-8", "replace").split())
+            what += f" {_scrub(detail, hook.url)}" if detail else ""
         exc.close()
-        what = f"HTTP {exc.code}" + (f" {_scrub(detail, hook.url)}" if detail else "")
         raise HookFailed(what, exc.code, exc) from None
-    except (urllib.error.URLError, OSError) as exc:
+    except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
         reason = getattr(exc, "reason", exc)
         raise HookFailed(_scrub(f"{type(reason).__name__}: {reason}", hook.url)) from None
 

@@ -205,7 +205,7 @@ def deliver(
 
 def check_final(digest: Any) -> None:
     """Raise JudgeError (6) when the digest just written rests on a minority of its period's pairs
-    (most failed or were parked): it is written and says so, but not mailed, and the run fails, so a
+    (most failed or were parked): it is written and says so, but not mailed or posted, and the run fails, so a
     judge that answered almost nothing never passes for a quiet week (docs/operations.md)."""
     if digest.stats.get("final", True):
         return
@@ -213,7 +213,8 @@ def check_final(digest: Any) -> None:
     raise JudgeError(
         f"the judge answered only {tally['judged']} of the {tally['pairs']} candidate pairs of "
         f"{digest.period.key} ({tally['failed']} failed, {tally['parked']} parked): the digest says so and "
-        "is not mailed; a run with a working judge rewrites it (`monitor retest` asks parked pairs again)"
+        "is not mailed or posted; a run with a working judge rewrites it "
+        "(`monitor retest` asks parked pairs again)"
     )
 
 
