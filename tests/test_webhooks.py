@@ -32,6 +32,7 @@ from monitor.store.digests import WEBHOOKS_POSTED
 from monitor.store.records import Digest
 
 SECRET = "T0001/B0002/xoxb-sEcReT-wEbHoOk-token"
+SECRET_URL = f"https://hooks.example.org/services/{SECRET}"
 llm, snapshot = faults.llm, faults.snapshot  # the scripted judge and the small snapshot of the run tests
 
 
@@ -351,3 +352,21 @@ def test_monitor_run_posts_a_final_digest_once_and_a_failed_judges_digest_never(
     rerun = monitor(config, "run", "--source", str(snapshot))
     assert rerun.returncode == 0, rerun.stderr
     assert "webhooks: nothing to do" in rerun.stdout and len(server.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("entry", "problem"),
+    [
+        ('kind = "slack"', "exactly one of url and url_env"),
+        (f'kind = "slack"\nurl = "{SECRET_URL}"\nurl_env = "X"', "exactly one"),
+        (f'kind = "teams"\nurl = "{SECRET_URL}"', "'slack' or 'json'"),
+    ],
+)
+def test_a_bad_webhook_entry_is_a_config_error_naming_it_without_its_url(tmp_path, entry, problem) -> None:
+    from monitor.config import load_settings
+
+    path = tmp_path / "monitor.toml"
+    path.write_text(f"[[report.webhooks]]\n{entry}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="report.webhooks.0") as failure:
+        load_settings(path)
+    assert problem in str(failure.value) and SECRET not in str(failure.value)
