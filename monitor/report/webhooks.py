@@ -23,6 +23,7 @@ import http.client
 import json
 import logging
 import os
+import ssl
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -65,11 +66,12 @@ class Hook:
 
 
 class HookFailed(Exception):
-    """One failed post: `status` None for no answer at all; `response` carries the reply's headers."""
+    """One failed post: `status` None for no answer at all; `response` carries the reply's headers;
+    `permanent` for what no retry fixes though the server never answered (an untrusted certificate)."""
 
-    def __init__(self, what: str, status: int | None = None, response: Any = None) -> None:
+    def __init__(self, what: str, status: int | None = None, response: Any = None, permanent: bool = False):
         super().__init__(what)
-        self.status, self.response = status, response
+        self.status, self.response, self.permanent = status, response, permanent
 
 
 def resolve_hooks(settings: Settings) -> list[Hook]:
@@ -227,13 +229,14 @@ def post_once(hook: Hook, body: bytes) -> int:
         raise HookFailed(what, exc.code, exc) from None
     except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
         reason = getattr(exc, "reason", exc)
-        raise HookFailed(_scrub(f"{type(reason).__name__}: {reason}", hook.url)) from None
+        what = _scrub(f"{type(reason).__name__}: {reason}", hook.url)
+        raise HookFailed(what, permanent=isinstance(reason, ssl.SSLCertVerificationError)) from None
 
 
 def is_transient(exc: BaseException) -> bool:
     """Worth another try: no answer (connection, timeout) or a server failure, unless it asks for a wait
     longer than MAX_RETRY_AFTER_SECONDS."""
-    if not isinstance(exc, HookFailed):
+    if not isinstance(exc, HookFailed) or exc.permanent:
         return False
     if exc.status is not None and not server_failure(exc.status):
         return False
@@ -304,7 +307,10 @@ def notify_digest(store: Store, settings: Settings, digest_id: int, force: bool 
         _record(store, digest_id, hook.key, status)
         posted.append(hook.shown)
     if failed:
-        hint = f"a later run tries again; `monitor report {report_args(key)} --notify` posts it now"
+        hint = (
+            f"`monitor report {report_args(key)} --notify` posts it again, as does the next "
+            "`monitor run` that reports this period"
+        )
         raise DeliveryError(f"digest {key}: {'; '.join(failed)}; {hint}")
     return posted
 
