@@ -7,13 +7,22 @@ The usual `OPENAI_API_KEY` / `OPENAI_BASE_URL` are honoured for the OpenAI-compa
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
 from monitor.errors import ConfigError
@@ -197,6 +206,27 @@ class VerdictSettings(Section):
     exclude_anchors: bool = True  # a line's own anchor papers are not new evidence for its claims
 
 
+class WebhookSettings(Section):
+    """Where a digest's summary is posted (monitor/report/webhooks.py). A Slack URL carries its token in
+    its path, so the URL is a secret: never logged, and best given by `url_env` (an environment variable)."""
+
+    kind: Literal["slack", "json"]
+    url: SecretStr | None = None
+    url_env: str | None = None  # the environment variable holding the URL, e.g. MONITOR_SLACK_URL
+    # How logs, errors and the digest's record name it; default: the kind and a hash of the URL.
+    name: str | None = None
+    headers: dict[str, SecretStr] = Field(default_factory=dict)  # e.g. Authorization; never logged
+    timeout_seconds: float = Field(default=10.0, gt=0)
+    max_retries: int = Field(default=3, ge=0)
+    retry_wait_seconds: float = Field(default=2.0, ge=0)  # first back-off; doubles per attempt
+
+    @model_validator(mode="after")
+    def _one_url(self) -> WebhookSettings:
+        if (self.url is None) == (self.url_env is None):
+            raise ValueError("give a webhook exactly one of url and url_env")
+        return self
+
+
 class ReportSettings(Section):
     period: Literal["week", "month"] = "week"
     formats: list[Literal["md", "html"]] = Field(default_factory=lambda: ["md"])
@@ -207,6 +237,9 @@ class ReportSettings(Section):
     # The address paths.reports is served at (https://example.org/reports/): the Atom feed's links and
     # ids start with it. Unset, they are the folder's file:// URI.
     public_url: str | None = None
+    # The claim board's address: webhook posts link to it (else to the digest under public_url, or its file).
+    board_url: str | None = None
+    webhooks: list[WebhookSettings] = Field(default_factory=list)  # posted once per period after a digest
 
 
 class EmailSettings(Section):
@@ -337,7 +370,7 @@ def load_settings(explicit: str | Path | None = None) -> Settings:
             raise ConfigError(f"{path}: config file not found")
         data = _read_toml(path)
     data = _standard_env(data)
-    check_environment()
+    check_environment(_webhook_url_variables(data))
     try:
         return Settings(**data)
     except SettingsError as exc:
@@ -359,18 +392,27 @@ def _env_names() -> dict[str, str]:
     return {name.upper(): name for name in os.environ if name.upper().startswith(ENV_PREFIX)}
 
 
-def check_environment() -> None:
+def _webhook_url_variables(data: dict[str, Any]) -> frozenset[str]:
+    """The variables webhooks read their URLs from (`url_env`, in the file or MONITOR_REPORT__WEBHOOKS)."""
+    hooks = list((data.get("report") or {}).get("webhooks") or [])
+    with contextlib.suppress(TypeError, ValueError):  # not a JSON list: Settings says so
+        hooks += list(json.loads(os.environ.get(f"{ENV_PREFIX}REPORT__WEBHOOKS") or "[]"))
+    names = (h.get("url_env") for h in hooks if isinstance(h, dict))
+    return frozenset(n.upper() for n in names if isinstance(n, str))
+
+
+def check_environment(allowed: frozenset[str] = frozenset()) -> None:
     """Reject MONITOR_* variables that name no section or key, as unknown TOML keys are rejected.
 
     pydantic-settings alone silently ignores an unknown section (`MONITOR_JUGDE__MODEL`), so the
-    user's setting would quietly not apply.
+    user's setting would quietly not apply. `allowed`: other names in use (a webhook's `url_env`).
     """
     try:
         line_interval()  # read by the long steps, mid-run: a bad value fails here, before any work
     except ValueError as exc:
         raise ConfigError(f"environment variable {exc}") from None
     for upper, name in sorted(_env_names().items()):
-        if upper in OTHER_VARIABLES:
+        if upper in OTHER_VARIABLES or upper in allowed:
             continue
         section, nested, rest = upper[len(ENV_PREFIX) :].lower().partition("__")
         field = Settings.model_fields.get(section)

@@ -64,12 +64,17 @@ def report_command(
         list[str] | None, typer.Option("--format", help="md | html (repeatable; Markdown is always written).")
     ] = None,
     email: Annotated[bool, typer.Option("--email", help="Mail the digest (once per period).")] = False,
-    force: Annotated[bool, typer.Option("--force", help="With --email: send even if already sent.")] = False,
+    notify: Annotated[
+        bool, typer.Option("--notify", help="Post its summary to report.webhooks (once per period).")
+    ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="With --email/--notify: send even if already sent.")
+    ] = False,
     reports: Annotated[
         Path | None, typer.Option("--reports", help="Write the digest here (default: paths.reports).")
     ] = None,
 ) -> None:
-    """Write the digest for a period (default: the last complete ISO week) and optionally mail it."""
+    """Write the digest for a period (default: the last complete ISO week); optionally mail and post it."""
     from monitor.report.digest import write_digest
     from monitor.report.show import check_formats, print_digest_result
     from monitor.store.runs import recorded_run
@@ -89,5 +94,6 @@ def report_command(
             run=run,
             force=force,
             email=email or None,
+            notify=notify,
         )
     print_digest_result(console, result)

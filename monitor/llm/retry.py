@@ -100,13 +100,14 @@ class InFlightLimit:
             return old, self.limit
 
 
-def safe_url(url: str) -> str:
-    """A base URL fit for messages: without user:password@, query or fragment."""
+def safe_url(url: str, path: bool = True) -> str:
+    """A base URL fit for messages: without user:password@, query or fragment (and without the path
+    unless `path`: a webhook's path is its token)."""
     parts = urlsplit(url)
     host = parts.hostname or ""
     if parts.port:
         host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+    return urlunsplit((parts.scheme, host, parts.path if path else "", "", ""))
 
 
 def retry_after_seconds(exc: BaseException) -> float | None:

@@ -155,6 +155,14 @@ def send_message(
         ) from None
 
 
+def raise_failures(failures: list[DeliveryError]) -> None:
+    """Raise what did not go out (mail, webhooks, digests), once everything was tried."""
+    if len(failures) == 1:
+        raise failures[0]
+    if failures:
+        raise DeliveryError("; ".join(str(f) for f in failures))
+
+
 def period_of(row: DigestRow) -> Period:
     if ".." in row.period_key:
         return Period("custom", row.period_start, row.period_end)
@@ -220,12 +228,16 @@ def send_digest(store: Store, settings: Settings, digest_id: int, force: bool = 
     return True
 
 
-def _resend_hint(period_key: str) -> str:
+def report_args(period_key: str) -> str:
+    """The `monitor report` options that name this period again."""
     first, dots, last = period_key.partition("..")
-    which = f"--since {first} --until {last}" if dots else f"--period {period_key}"
+    return f"--since {first} --until {last}" if dots else f"--period {period_key}"
+
+
+def _resend_hint(period_key: str) -> str:
     return (
         "not sent again by later runs: check a recipient's mailbox, and "
-        f"`monitor report {which} --email --force` sends it again"
+        f"`monitor report {report_args(period_key)} --email --force` sends it again"
     )
 
 

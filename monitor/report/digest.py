@@ -14,12 +14,13 @@ from typing import Any
 
 from monitor.config import Settings
 from monitor.files import write_together
-from monitor.report.delivery import send_digest
+from monitor.report.delivery import DeliveryError, raise_failures, send_digest
 from monitor.report.feed import write_feed
 from monitor.report.gather import gather_digest
 from monitor.report.period import Period, resolve_period
 from monitor.report.render import fmt_date, render
 from monitor.report.views import Digest
+from monitor.report.webhooks import notify_digest
 from monitor.store.db import Store
 from monitor.store.digests import save_digest
 from monitor.store.papers import newest_published
@@ -38,6 +39,7 @@ class DigestResult:
     stats: dict[str, Any]
     content_sha256: str
     sent: bool | None = None  # None: not asked to send
+    posted: list[str] | None = None  # the webhooks posted to; None: not asked to post
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -46,6 +48,7 @@ class DigestResult:
             "paths": {fmt: str(path) for fmt, path in self.paths.items()},
             "content_sha256": self.content_sha256,
             "sent": self.sent,
+            "posted": self.posted,
             **self.stats,
         }
 
@@ -101,12 +104,15 @@ def write_digest(
     force: bool = False,
     email: bool | None = None,
     today: dt.date | None = None,
+    notify: bool = False,
 ) -> DigestResult:
     """Render the period's digest to settings.paths.reports and record it; optionally email it.
 
     Markdown is always written (it is the source of truth); `formats` may add "html". Re-rendering a
     period overwrites its files and updates its one `digests` row. With `email` (default
-    settings.report.email) the digest is sent unless it was already sent for this period (`force` resends).
+    settings.report.email) the digest is sent unless it was already sent for this period (`force` resends);
+    with `notify` its summary is posted to report.webhooks, once per period and webhook too. A failed
+    send raises DeliveryError (8) after both were tried; the digest stays written.
     """
     default_period = not isinstance(period, Period) and period in (None, "week", "month")
     if default_period and since is None and until is None:
@@ -139,6 +145,16 @@ def write_digest(
     write_feed(store, settings)
     if run is not None:
         run.add("report", {"period": chosen.key, **{k: v for k, v in stats.items() if k != "verdicts"}})
-    if settings.report.email if email is None else email:
-        result.sent = send_digest(store, settings, digest_id, force=force)
+    failures: list[DeliveryError] = []
+    try:
+        if settings.report.email if email is None else email:
+            result.sent = send_digest(store, settings, digest_id, force=force)
+    except DeliveryError as exc:  # the webhooks are still tried
+        failures.append(exc)
+    try:
+        if notify:
+            result.posted = notify_digest(store, settings, digest_id, force=force)
+    except DeliveryError as exc:
+        failures.append(exc)
+    raise_failures(failures)
     return result

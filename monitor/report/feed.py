@@ -29,7 +29,8 @@ def _stamp(moment: dt.datetime) -> str:
     return moment.replace(microsecond=0).isoformat() + "Z"  # stored times are naive UTC
 
 
-def _summary(stats: dict[str, object]) -> str:
+def summary_line(stats: dict[str, object]) -> str:
+    """A digest's news in one line, from its recorded stats: the feed entry's summary, a webhook's text."""
     verdicts = stats.get("verdicts") or {}
     counts = ", ".join(f"{n} {status.lower()}" for status, n in verdicts.items() if n)  # type: ignore[union-attr]
     changed = int(stats.get("changed", 0) or 0)  # type: ignore[call-overload]
@@ -55,6 +56,12 @@ def _href(path: str, reports: Path, folder: str) -> str:
     """An absolute link to a digest file: under the folder's address when it lies in the folder."""
     resolved = Path(path).resolve()
     return folder + resolved.name if resolved.parent == reports.resolve() else resolved.as_uri()
+
+
+def digest_url(settings: Settings, path: str) -> str:
+    """An absolute link to a digest file, as the feed gives it."""
+    reports = Path(settings.paths.reports)
+    return _href(path, reports, _folder_url(settings, reports))
 
 
 def _uri_id(address: str) -> str:
@@ -83,7 +90,7 @@ def feed_xml(store: Store, settings: Settings, reports: Path) -> bytes:
         ET.SubElement(entry, f"{{{ATOM}}}title").text = f"{settings.report.title}: {key}"
         ET.SubElement(entry, f"{{{ATOM}}}id").text = _uri_id(f"{self_url}#{key}")
         ET.SubElement(entry, f"{{{ATOM}}}updated").text = _stamp(created)
-        ET.SubElement(entry, f"{{{ATOM}}}summary").text = _summary(stats)
+        ET.SubElement(entry, f"{{{ATOM}}}summary").text = summary_line(stats)
         for path, kind in ((html, "text/html"), (markdown, "text/markdown")):
             if path:
                 href = _href(path, reports, folder)

@@ -39,12 +39,16 @@ def print_digest_result(console: Console, result: DigestResult) -> None:
         console.print(
             f"NOT FINAL: the judge answered {judging.get('judged', 0)} of {judging.get('pairs', 0)} "
             f"candidate pairs ({judging.get('failed', 0)} failed, {judging.get('parked', 0)} parked); "
-            "not mailed",
+            "not mailed or posted",
             soft_wrap=True,
         )
     evidence = stats.get("evidence")
     if isinstance(evidence, dict) and evidence.get("sentence"):
         console.print(evidence["sentence"], soft_wrap=True, highlight=False)  # the digest's own totals
+    if result.posted:
+        console.print(f"posted to {', '.join(result.posted)}", highlight=False)
+    elif result.posted is not None and stats.get("final", True):
+        console.print("not posted: already posted to every webhook for this period; --force posts it again")
     if result.sent is True:
         console.print("emailed")
     elif result.sent is False and stats.get("final", True):

@@ -1,10 +1,10 @@
 """One pipeline: the steps `monitor run`, `retest`, `replay` and `judge` take, and `run_once` (monitor run).
 
-claims -> fetch -> relevance -> judge -> verdicts -> report -> email. Every stage commits its own
-work in small transactions and skips what is already done (fetch marks, relevance marks, assessment
-cache keys, one digest per period, `sent_at`), so a run killed anywhere is finished by the next one
-without losing or doubling anything. `Steps` runs each step with its test pause points, a progress save,
-and the stop (SIGTERM/SIGINT) and lock checks; `assess` is the relevance-then-judge middle every command
+claims -> fetch -> relevance -> judge -> verdicts -> report -> email -> webhooks. Every stage commits its
+own work in small transactions and skips what is already done (fetch marks, relevance marks, assessment
+cache keys, one digest per period, `sent_at`, webhook posts), so a run killed anywhere is finished by the
+next one without losing or doubling anything. `Steps` runs each step with its test pause points, a progress
+save, and the stop (SIGTERM/SIGINT) and lock checks; `assess` is the relevance-then-judge middle every command
 shares; `judge_step` is the one budget-and-stop policy. The commands differ only in which steps they
 take and for which claims or period (retest.py, replay.py, judging.py).
 """
@@ -72,6 +72,7 @@ class RunOutcome:
     digest_id: int | None = None
     digest_paths: list[str] = field(default_factory=list)
     emailed: list[int] = field(default_factory=list)
+    posted: list[int] = field(default_factory=list)  # digests posted to a webhook
     abandoned: list[int] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -177,15 +178,34 @@ def _pipeline(
     digest = step("report", lambda: report_step(store, settings, run, period))
     outcome.digest_id = digest.digest_id
     outcome.digest_paths = [str(p) for p in digest.paths.values()]
-    email = settings.report.email if opts.email is None else opts.email
-    if email:
-        outcome.emailed = step("email", lambda: email_step(store, settings, run))
+    deliver(step, store, settings, run, outcome, settings.report.email if opts.email is None else opts.email)
     check_final(digest)
+
+
+def deliver(
+    step: Steps, store: Store, settings: Settings, run: RunRecord, outcome: RunOutcome, email: bool
+) -> None:
+    """Mail the digests due (with `email`), then post them to the configured webhooks: a failure of one
+    does not keep the other from going out; DeliveryError (8) after both were tried."""
+    from monitor.report.delivery import DeliveryError, raise_failures
+
+    failures: list[DeliveryError] = []
+    if email:
+        try:
+            outcome.emailed = step("email", lambda: email_step(store, settings, run))
+        except DeliveryError as exc:
+            failures.append(exc)
+    if settings.report.webhooks:
+        try:
+            outcome.posted = step("webhooks", lambda: webhook_step(store, settings, run))
+        except DeliveryError as exc:
+            failures.append(exc)
+    raise_failures(failures)
 
 
 def check_final(digest: Any) -> None:
     """Raise JudgeError (6) when the digest just written rests on a minority of its period's pairs
-    (most failed or were parked): it is written and says so, but not mailed, and the run fails, so a
+    (most failed or were parked): it is written and says so, but not mailed or posted, and the run fails, so a
     judge that answered almost nothing never passes for a quiet week (docs/operations.md)."""
     if digest.stats.get("final", True):
         return
@@ -193,7 +213,8 @@ def check_final(digest: Any) -> None:
     raise JudgeError(
         f"the judge answered only {tally['judged']} of the {tally['pairs']} candidate pairs of "
         f"{digest.period.key} ({tally['failed']} failed, {tally['parked']} parked): the digest says so and "
-        "is not mailed; a run with a working judge rewrites it (`monitor retest` asks parked pairs again)"
+        "is not mailed or posted; a run with a working judge rewrites it "
+        "(`monitor retest` asks parked pairs again)"
     )
 
 
@@ -358,6 +379,29 @@ def email_step(store: Store, settings: Settings, run: RunRecord) -> list[int]:
         periods = period_keys(s, sent)
     run.counts["email"] = {"sent": len(sent), "periods": periods}  # printed by `monitor run`
     return sent
+
+
+def webhook_step(store: Store, settings: Settings, run: RunRecord) -> list[int]:
+    """Post this run's digest, and any recent one not yet posted to every webhook, to report.webhooks."""
+    from monitor.report.delivery import DeliveryError, raise_failures
+    from monitor.report.webhooks import notify_digest
+
+    since = utcnow() - RESEND_WINDOW
+    with store.session() as s:
+        due = unsent_digests(s, since, ("run", "daemon:digest"), mailed_too=True)
+    posted: list[int] = []
+    failures: list[DeliveryError] = []
+    for digest_id in due:
+        try:
+            if notify_digest(store, settings, digest_id):
+                posted.append(digest_id)
+        except DeliveryError as exc:  # the next digest is still tried
+            failures.append(exc)
+    with store.session() as s:
+        periods = period_keys(s, posted)
+    run.counts["webhooks"] = {"posted": len(posted), "periods": periods}  # printed by `monitor run`
+    raise_failures(failures)
+    return posted
 
 
 def pending_deliveries(store: Store) -> list[int]:

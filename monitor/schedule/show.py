@@ -27,7 +27,7 @@ def _stage_line(name: str, counts: Any) -> str:
 
 def print_outcome(console: Console, outcome: RunOutcome) -> None:
     console.print(f"run {outcome.run_id}: [bold]{outcome.status}[/] in {outcome.seconds:.1f}s")
-    for stage in ("claims", "fetch", "relevance", "judge", "verdicts", "report", "email"):
+    for stage in ("claims", "fetch", "relevance", "judge", "verdicts", "report", "email", "webhooks"):
         if stage in outcome.counts:
             console.print("  " + _stage_line(stage, outcome.counts[stage]), highlight=False)
     for path in outcome.digest_paths:
@@ -35,6 +35,9 @@ def print_outcome(console: Console, outcome: RunOutcome) -> None:
     email = outcome.counts.get("email")
     for period in email.get("periods", []) if isinstance(email, dict) else []:
         console.print(f"  emailed: digest {period}", highlight=False)
+    posted = outcome.counts.get("webhooks")
+    for period in posted.get("periods", []) if isinstance(posted, dict) else []:
+        console.print(f"  posted to webhooks: digest {period}", highlight=False)
     if outcome.abandoned:
         console.print(f"  marked abandoned: runs {outcome.abandoned}")
 

@@ -19,6 +19,9 @@ EMAIL_ATTEMPT = "email_attempt"  # a send began: when, and its Message-ID
 EMAIL_UNCONFIRMED = "email_unconfirmed"  # the message went out but the server never answered
 EMAIL_REFUSED = "email_refused"  # recipients the server refused
 EMAIL_STATE = (EMAIL_ATTEMPT, EMAIL_UNCONFIRMED, EMAIL_REFUSED)
+# Webhooks the digest was posted to (monitor/report/webhooks.py): {webhook key: {"at": ..., "status": ...}}.
+WEBHOOKS_POSTED = "webhooks_posted"
+DELIVERY_STATE = (*EMAIL_STATE, WEBHOOKS_POSTED)
 
 
 class PeriodUsage(NamedTuple):
@@ -131,15 +134,15 @@ def save_digest(
 ) -> Digest:
     """The period's one digest row, created if needed, with `fields` set; flushed, so it has an id.
 
-    New `stats` replace the rendering's counts but keep the row's mail state (EMAIL_STATE).
+    New `stats` replace the rendering's counts but keep the row's delivery state (DELIVERY_STATE).
     """
     row = session.scalars(select(Digest).where(Digest.period_key == period_key)).first()
     if row is None:
         row = Digest(period_key=period_key, period_start=period_start, period_end=period_end)
         session.add(row)
     elif "stats" in fields and row.stats:
-        mail = {k: v for k, v in row.stats.items() if k in EMAIL_STATE}
-        fields = {**fields, "stats": {**fields["stats"], **mail}}
+        delivered = {k: v for k, v in row.stats.items() if k in DELIVERY_STATE}
+        fields = {**fields, "stats": {**fields["stats"], **delivered}}
     for name, value in fields.items():
         setattr(row, name, value)
     session.flush()
@@ -158,14 +161,19 @@ def digest_path(session: Session, period_key: str) -> str | None:
     return (row[0] or "") if row else None
 
 
-def unsent_digests(session: Session, since: dt.datetime, commands: tuple[str, ...]) -> list[int]:
-    """Ids of digests written since `since` by runs of `commands` and never sent, oldest period first."""
+def unsent_digests(
+    session: Session, since: dt.datetime, commands: tuple[str, ...], mailed_too: bool = False
+) -> list[int]:
+    """Ids of digests written since `since` by runs of `commands` and never mailed (with `mailed_too`,
+    mailed or not: webhooks keep their own record), oldest period first."""
     query = (
         select(Digest.id)
         .join(Run, Run.id == Digest.run_id)
-        .where(Digest.sent_at.is_(None), Digest.created_at >= since, Run.command.in_(commands))
+        .where(Digest.created_at >= since, Run.command.in_(commands))
         .order_by(Digest.period_start, Digest.id)
     )
+    if not mailed_too:
+        query = query.where(Digest.sent_at.is_(None))
     return list(session.scalars(query))
 
 
