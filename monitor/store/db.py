@@ -119,6 +119,21 @@ def _require_database_name(parsed: URL, given: str) -> None:
         )
 
 
+def _create(url: str, parsed: URL, kwargs: dict[str, object]) -> Engine:
+    try:
+        return create_engine(url, **kwargs)
+    except ImportError as exc:
+        if parsed.get_backend_name() == "postgresql":
+            # The driver is an extra: SQLite, the default, needs nothing more.
+            raise DatabaseError(
+                f"database URL {redact(url)} needs the PostgreSQL driver, which is not installed: "
+                'pip install "claim-monitor[postgres]" (or pip install "psycopg[binary]")'
+            ) from None
+        raise DatabaseError(f"database URL {redact(url)} is not usable: {exc}") from None
+    except (NoSuchModuleError, ArgumentError) as exc:
+        raise DatabaseError(f"database URL {redact(url)} is not usable: {exc}") from None
+
+
 def make_engine(url: str, echo: bool = False, busy_timeout_seconds: float = BUSY_TIMEOUT_SECONDS) -> Engine:
     """An engine whose lock waits and full disks surface as one-line MonitorErrors (`_user_error`)."""
     given, url = url, _normalise_url(url)
@@ -138,10 +153,7 @@ def make_engine(url: str, echo: bool = False, busy_timeout_seconds: float = BUSY
     else:
         kwargs["pool_pre_ping"] = True
         kwargs["connect_args"] = {"connect_timeout": 10}
-    try:
-        engine = create_engine(url, **kwargs)
-    except (NoSuchModuleError, ArgumentError, ImportError) as exc:
-        raise DatabaseError(f"database URL {redact(url)} is not usable: {exc}") from None
+    engine = _create(url, parsed, kwargs)
     if parsed.get_backend_name() == "sqlite":
         busy_ms = max(1, round(busy_timeout_seconds * 1000))
 
