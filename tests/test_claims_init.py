@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tomllib
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -29,6 +30,13 @@ def test_toml_values_round_trip() -> None:
     text = "\n".join(f"{k} = {toml_value(v)}" for k, v in values.items())
     assert tomllib.loads(text) == values
     assert toml_value(None) is None
+
+
+def test_toml_values_escape_what_toml_forbids_in_strings() -> None:
+    """DEL is legal JSON but not a legal TOML string character: the writer is TOML's own (tomlkit)."""
+    values = {"s": "del\x7f and \x00 nul", "p": Path("data/arxiv\x7f"), "t": ("a",), "d": {}}
+    text = "\n".join(f"{k} = {toml_value(v)}" for k, v in values.items())
+    assert tomllib.loads(text) == {"s": "del\x7f and \x00 nul", "p": "data/arxiv\x7f", "t": ["a"], "d": {}}
 
 
 class _Example(BaseModel):

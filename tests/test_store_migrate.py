@@ -6,6 +6,7 @@ Real processes on real databases (SQLite and PostgreSQL); the crash point is the
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -13,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+from conftest import pg_schema_url
 from ops_helpers import env, wait_paused, write_config
 from sqlalchemy import create_engine, inspect
 
@@ -83,3 +86,81 @@ def test_two_first_runs_on_a_fresh_database_never_fail_on_the_schema(tmp_path: P
             assert current_version(conn) == SCHEMA_VERSION
     finally:
         store.close()
+
+
+# DDL of a store of every earlier schema version as that version's code created it (tests/fixtures/schemas:
+# SQLite read back from a real store, PostgreSQL compiled from that code's models).
+SCHEMAS = Path(__file__).resolve().parent / "fixtures" / "schemas"
+
+
+def _schema(url: str) -> dict[str, object]:
+    """Tables, columns, keys and indexes, as the database reports them."""
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            found = inspect(conn)
+            indexes = {t: found.get_indexes(t) for t in found.get_table_names()}
+            return {
+                table: (
+                    sorted((c["name"], str(c["type"]), c["nullable"]) for c in found.get_columns(table)),
+                    found.get_pk_constraint(table)["constrained_columns"],
+                    sorted((i["name"], i["column_names"], bool(i["unique"])) for i in indexes[table]),
+                    sorted(u["column_names"] for u in found.get_unique_constraints(table)),
+                    sorted(
+                        (f["constrained_columns"], f["referred_table"], f["referred_columns"])
+                        for f in found.get_foreign_keys(table)
+                    ),
+                )
+                for table in found.get_table_names()
+            }
+    finally:
+        engine.dispose()
+
+
+def _models_schema(url: str, tmp_path: Path) -> dict[str, object]:
+    """What create_all of today's models makes on the same kind of database."""
+    with contextlib.ExitStack() as stack:
+        if url.startswith("sqlite"):
+            other = f"sqlite:///{tmp_path / 'models.db'}"
+        else:
+            other = stack.enter_context(contextlib.contextmanager(pg_schema_url)())
+        engine = create_engine(other)
+        Base.metadata.create_all(engine)
+        engine.dispose()
+        return _schema(other)
+
+
+def _load(url: str, version: int) -> None:
+    dialect = "sqlite" if url.startswith("sqlite") else "postgresql"
+    script = (SCHEMAS / f"v{version}.{dialect}.sql").read_text(encoding="utf-8")
+    body = "\n".join(line for line in script.splitlines() if not line.startswith("--"))
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        for statement in body.split(";"):
+            if statement.strip():
+                conn.exec_driver_sql(statement)
+        conn.exec_driver_sql(
+            "INSERT INTO claims (id, text, kind, date_approximate, topics, created_at) "
+            "VALUES ('c1', 'a claim kept across upgrades', 'dated', FALSE, '[]', '2026-11-20 00:00:00')"
+        )
+    engine.dispose()
+
+
+@pytest.mark.parametrize("version", [0, *range(1, SCHEMA_VERSION + 1)])
+def test_a_store_of_every_earlier_version_upgrades_to_the_models(
+    db_url: str, tmp_path: Path, version: int
+) -> None:
+    """Version 0 is a fresh database: the frozen first schema and every step after it."""
+    if version:
+        _load(db_url, version)
+    store = open_store(db_url)
+    try:
+        with store.engine.connect() as conn:
+            assert current_version(conn) == SCHEMA_VERSION
+            if version:
+                assert conn.exec_driver_sql("SELECT text FROM claims").scalars().all() == [
+                    "a claim kept across upgrades"
+                ]
+    finally:
+        store.close()
+    assert _schema(db_url) == _models_schema(db_url, tmp_path)

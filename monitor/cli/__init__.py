@@ -10,17 +10,40 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
+from typer.core import TyperGroup
 
 from monitor.cli import claims, doctor, judging, operations, reports, review, sources
 from monitor.cli.context import AppContext, err_console
 from monitor.errors import MonitorError
 
+
+def _flags_read_as_flags(command: Any) -> None:
+    """Boolean flags get an empty metavar, so `--help` shows no `<bool>` value beside them.
+
+    typer 0.29 prints a type for every option, flags and --help included (0.28 left bool out); a flag
+    takes no value, so showing one misleads. Done once, on the tree of commands the root builds.
+    """
+    help_option = command.get_help_option(command.context_class(command))
+    for param in [*command.params, *([help_option] if help_option is not None else [])]:
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+    for sub in getattr(command, "commands", {}).values():
+        _flags_read_as_flags(sub)
+
+
+class _RootGroup(TyperGroup):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _flags_read_as_flags(self)
+
+
 app = typer.Typer(
     name="monitor",
+    cls=_RootGroup,
     help=(
         "Watch arXiv and keep dated research claims honest: "
         "which constraints are durable, which perishable."

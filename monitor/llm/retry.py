@@ -3,8 +3,6 @@ requests to keep in flight, and how to name the server in a message without its 
 
 from __future__ import annotations
 
-import email.utils
-import math
 import re
 import threading
 import time
@@ -12,6 +10,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import openai
 
+from monitor.backoff import retry_after
 from monitor.errors import JudgeError
 from monitor.llm.answers import AnswerRejected
 
@@ -112,27 +111,10 @@ def safe_url(url: str, path: bool = True) -> str:
 
 def retry_after_seconds(exc: BaseException) -> float | None:
     """The wait a failed response asks for (`retry-after-ms`, `retry-after` seconds or HTTP date)."""
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None)
+    headers = getattr(getattr(exc, "response", None), "headers", None)
     if headers is None:
         return None
-    if (ms := headers.get("retry-after-ms")) is not None:
-        try:
-            return max(0.0, float(ms) / 1000)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        seconds = when.timestamp() - time.time()
-    return max(0.0, seconds) if math.isfinite(seconds) else None
+    return retry_after(headers.get("retry-after"), headers.get("retry-after-ms"))
 
 
 def status_of(exc: BaseException) -> int | None:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import logging
-import random
 import threading
 import time
 from collections.abc import Callable
@@ -35,6 +34,7 @@ import openai
 from openai import OpenAI
 from tenacity import RetryCallState, Retrying, retry_if_exception
 
+from monitor.backoff import backoff_seconds
 from monitor.config import JudgeSettings
 from monitor.errors import ConfigError, JudgeError
 from monitor.llm.answers import AnswerRejected, InvalidAnswer, looks_like_refusal
@@ -394,10 +394,8 @@ class ChatTransport:
     def _wait(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
         asked = retry_after_seconds(exc) if exc else None
-        if asked is not None:
-            return asked
-        backoff = self.settings.backoff_seconds * 2 ** (state.attempt_number - 1)
-        return min(backoff, MAX_BACKOFF_SECONDS) * random.uniform(0.75, 1.0)
+        first = self.settings.backoff_seconds
+        return backoff_seconds(state.attempt_number - 1, first, MAX_BACKOFF_SECONDS, jitter=0.25, asked=asked)
 
     # --- recording ---------------------------------------------------------------------------
 

@@ -23,13 +23,11 @@ Any failure that retries do not fix becomes one `SourceError` line for the user.
 from __future__ import annotations
 
 import logging
-import random
 import re
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -38,6 +36,8 @@ from lxml import etree
 from urllib3.exceptions import NewConnectionError
 
 from monitor import __version__ as monitor_version
+from monitor.backoff import backoff_seconds
+from monitor.backoff import retry_after as parse_retry_after
 from monitor.config import ArxivSettings
 from monitor.errors import SourceError
 
@@ -176,10 +176,9 @@ class PoliteSession(requests.Session):
         return before + 1
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
-        # Full jitter on an exponential base, but never shorter than the server asked for.
-        base = min(MAX_BACKOFF_SECONDS, max(self.delay_seconds, 0.1) * 2 ** (attempt + 1))
-        delay = random.uniform(base / 2, base)
-        return delay if retry_after is None else max(delay, retry_after)
+        # Starting at twice the politeness gap; half of it jittered away at most.
+        first = max(self.delay_seconds, 0.1) * 2
+        return backoff_seconds(attempt, first, MAX_BACKOFF_SECONDS, jitter=0.5, asked=retry_after)
 
     def request(self, method: str | bytes, url: str | bytes, *args: Any, **kwargs: Any) -> requests.Response:  # type: ignore[override]
         # Our User-Agent wins over any a library passes (arxiv.py sends its own).
@@ -242,22 +241,6 @@ class PoliteSession(requests.Session):
                 "or maintenance page? Nothing was read from it"
             ) from None
         return None
-
-
-def parse_retry_after(value: str | None) -> float | None:
-    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date)."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 def error_feed_message(body: bytes) -> str:

@@ -1,7 +1,8 @@
 """Engine, sessions and schema migrations.
 
-Migrations are an ordered list of functions keyed by version; `open_store` applies the missing ones in
-order inside one transaction, so upgrading never asks the user to delete their database.
+Migrations are the numbered steps in monitor/store/migrations/ (version 1 the frozen first schema);
+`open_store` applies the missing ones in order inside one transaction, so upgrading never asks the
+user to delete their database.
 
 Migrating is serialised and all-or-nothing, because two first runs on a fresh database used to race
 (the loser died on "table already exists") and a kill mid-migration left some tables committed. The
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, select, text
@@ -29,68 +30,12 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError, S
 from sqlalchemy.orm import Session, sessionmaker
 
 from monitor.errors import ConfigError, DatabaseBusy, DatabaseError, LockHeld
-from monitor.store.models import Base, ClaimRewording, Review, SchemaVersion
-from monitor.store.records import JudgeFailure
+from monitor.store.migrations import SCHEMA_VERSION, STEPS
+from monitor.store.models import SchemaVersion
 from monitor.testhooks import pause_at
 
 MIGRATION_WAIT_SECONDS = 30  # how long a second process waits for another's migration
 BUSY_TIMEOUT_SECONDS = 30.0  # default database.busy_timeout_seconds: how long a write waits for SQLite
-
-
-def _v1_create_all(conn: Connection) -> None:
-    Base.metadata.create_all(conn)
-
-
-def _v2_candidate_screen(conn: Connection) -> None:
-    # A store made by v1 lacks the LLM screen's columns (one made now has them from create_all).
-    have = {c["name"] for c in inspect(conn).get_columns("candidates")}
-    if "screen" not in have:
-        conn.execute(text("ALTER TABLE candidates ADD COLUMN screen VARCHAR(10)"))
-        conn.execute(text("CREATE INDEX ix_candidates_screen ON candidates (screen)"))
-    if "screen_exchange_id" not in have:
-        conn.execute(text("ALTER TABLE candidates ADD COLUMN screen_exchange_id INTEGER"))
-
-
-def _v3_assessment_abstained(conn: Connection) -> None:
-    # The embedded judge may withhold a stance ("related, stance unclear"); older rows never did.
-    if "abstained" not in {c["name"] for c in inspect(conn).get_columns("assessments")}:
-        conn.execute(text("ALTER TABLE assessments ADD COLUMN abstained BOOLEAN NOT NULL DEFAULT FALSE"))
-
-
-def _v4_reviews(conn: Connection) -> None:
-    # Curators' decisions (`monitor review`); a store made now has the table from create_all.
-    Review.__table__.create(conn, checkfirst=True)  # with its index
-
-
-def _v5_claim_rewordings(conn: Connection) -> None:
-    # Proposed and accepted narrowed wordings (`monitor review reword`).
-    ClaimRewording.__table__.create(conn, checkfirst=True)
-
-
-def _v6_judge_failures(conn: Connection) -> None:
-    # Pairs the judge failed on, counted so repeat failures get parked (monitor/store/failures.py).
-    JudgeFailure.__table__.create(conn, checkfirst=True)
-
-
-def _v7_decisive_reviews_and_verdict_details(conn: Connection) -> None:
-    # A curator may mark a decision decisive; a verdict row keeps what its readers print with it.
-    if "decisive" not in {c["name"] for c in inspect(conn).get_columns("reviews")}:
-        conn.execute(text("ALTER TABLE reviews ADD COLUMN decisive BOOLEAN NOT NULL DEFAULT FALSE"))
-    if "details" not in {c["name"] for c in inspect(conn).get_columns("verdicts")}:
-        conn.execute(text("ALTER TABLE verdicts ADD COLUMN details JSON"))
-
-
-# Append new migrations here; never edit or reorder one that has shipped.
-MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
-    (1, _v1_create_all),
-    (2, _v2_candidate_screen),
-    (3, _v3_assessment_abstained),
-    (4, _v4_reviews),
-    (5, _v5_claim_rewordings),
-    (6, _v6_judge_failures),
-    (7, _v7_decisive_reviews_and_verdict_details),
-]
-SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 
 def _normalise_url(url: str) -> str:
@@ -119,6 +64,21 @@ def _require_database_name(parsed: URL, given: str) -> None:
         )
 
 
+def _create(url: str, parsed: URL, kwargs: dict[str, object]) -> Engine:
+    try:
+        return create_engine(url, **kwargs)
+    except ImportError as exc:
+        if parsed.get_backend_name() == "postgresql":
+            # The driver is an extra: SQLite, the default, needs nothing more.
+            raise DatabaseError(
+                f"database URL {redact(url)} needs the PostgreSQL driver, which is not installed: "
+                'pip install "claim-monitor[postgres]" (or pip install "psycopg[binary]")'
+            ) from None
+        raise DatabaseError(f"database URL {redact(url)} is not usable: {exc}") from None
+    except (NoSuchModuleError, ArgumentError) as exc:
+        raise DatabaseError(f"database URL {redact(url)} is not usable: {exc}") from None
+
+
 def make_engine(url: str, echo: bool = False, busy_timeout_seconds: float = BUSY_TIMEOUT_SECONDS) -> Engine:
     """An engine whose lock waits and full disks surface as one-line MonitorErrors (`_user_error`)."""
     given, url = url, _normalise_url(url)
@@ -138,10 +98,7 @@ def make_engine(url: str, echo: bool = False, busy_timeout_seconds: float = BUSY
     else:
         kwargs["pool_pre_ping"] = True
         kwargs["connect_args"] = {"connect_timeout": 10}
-    try:
-        engine = create_engine(url, **kwargs)
-    except (NoSuchModuleError, ArgumentError, ImportError) as exc:
-        raise DatabaseError(f"database URL {redact(url)} is not usable: {exc}") from None
+    engine = _create(url, parsed, kwargs)
     if parsed.get_backend_name() == "sqlite":
         busy_ms = max(1, round(busy_timeout_seconds * 1000))
 
@@ -254,10 +211,10 @@ def migrate(engine: Engine) -> int:
     with _migration_transaction(engine) as conn:
         found = current_version(conn)  # again, under the lock: another process may have done it
         _too_new(found)
-        for version, step in MIGRATIONS:
-            if version > found:
-                step(conn)
-                pause_at(f"migrate:v{version}")  # test-only: crash tests kill a migration here
+        for step in STEPS:
+            if step.version > found:
+                step.upgrade(conn)
+                pause_at(f"migrate:v{step.version}")  # test-only: crash tests kill a migration here
         if found == 0:
             conn.execute(SchemaVersion.__table__.insert().values(id=1, version=SCHEMA_VERSION))
         elif found < SCHEMA_VERSION:
