@@ -150,10 +150,12 @@ def record(
     dismiss: bool = False,
     note: str = "",
     decisive: bool = False,
+    reviewer: str = "",
 ) -> Recorded:
     """A curator's decision on an assessment's (claim, paper) pair: confirm or relabel (`label`),
     dismiss, or only a note. `decisive`: with a label, this one paper settles the claim (it weighs 1;
-    otherwise a curator's label weighs `rules.CURATOR_WEIGHT`). Written in one transaction."""
+    otherwise a curator's label weighs `rules.CURATOR_WEIGHT`). `reviewer`: who decided (the web app's
+    signed-in name). Written in one transaction."""
     if dismiss and label:
         raise UsageError("give either --label or --dismiss, not both")
     if decisive and not label:
@@ -175,7 +177,7 @@ def record(
             action = "confirm" if new == assessment.label else "relabel"
         else:
             action, new = "note", None if in_force == "DISMISSED" else in_force
-        row = add_review(s, assessment, action, new, note.strip(), in_force, decisive)
+        row = add_review(s, assessment, action, new, note.strip(), in_force, decisive, reviewer.strip())
         return Recorded(row.id, assessment.id, row.claim_id, row.arxiv_id, action, in_force, new, decisive)
 
 
@@ -209,6 +211,7 @@ def _history_row(row: Review) -> dict[str, object]:
         "when": row.created_at.isoformat(timespec="seconds"),
         "note": row.note,
         "decisive": bool(row.decisive),
+        "reviewer": row.reviewer or "",
     }
 
 

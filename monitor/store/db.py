@@ -80,6 +80,12 @@ def _v7_decisive_reviews_and_verdict_details(conn: Connection) -> None:
         conn.execute(text("ALTER TABLE verdicts ADD COLUMN details JSON"))
 
 
+def _v8_review_reviewer(conn: Connection) -> None:
+    # `monitor serve` records who made each decision.
+    if "reviewer" not in {c["name"] for c in inspect(conn).get_columns("reviews")}:
+        conn.execute(text("ALTER TABLE reviews ADD COLUMN reviewer VARCHAR(100) NOT NULL DEFAULT ''"))
+
+
 # Append new migrations here; never edit or reorder one that has shipped.
 MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (1, _v1_create_all),
@@ -89,6 +95,7 @@ MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (5, _v5_claim_rewordings),
     (6, _v6_judge_failures),
     (7, _v7_decisive_reviews_and_verdict_details),
+    (8, _v8_review_reviewer),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
