@@ -8,13 +8,13 @@ browser and a terminal never disagree. Nothing here builds SQL or HTML.
 from __future__ import annotations
 
 import datetime as dt
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass, field
 
 from monitor.config import Settings
 from monitor.errors import InputError
 from monitor.report.period import Period, custom
-from monitor.review.queue import ReviewItem, review_queue
+from monitor.review.queue import ReviewItem, queue_overview, review_queue
 from monitor.review.rewording import ProposalView, open_views
 from monitor.store.assessments import claims_judged_on
 from monitor.store.claims import active_claims, get_claim
@@ -26,7 +26,7 @@ from monitor.store.papers import abstracts_of, get_paper
 from monitor.store.reviews import Decision, decisions_in_force
 from monitor.store.rewordings import wording_history
 from monitor.store.verdicts import verdict_history
-from monitor.verdicts.rollup import CurrentVerdict, claim_dates, current_verdicts, load_evidence, outcomes
+from monitor.verdicts.rollup import CurrentVerdict, claim_dates, current_verdicts, load_evidence
 from monitor.verdicts.rules import (
     COUNTS,
     STANCES,
@@ -94,11 +94,9 @@ def _period(store: Store) -> Period | None:
 def board(store: Store, settings: Settings, filters: Filters) -> Board:
     verdicts = current_verdicts(store)
     period = _period(store)
-    queue = review_queue(store, settings)
-    waiting = Counter(item.claim_id for item in queue)
+    waiting, found = queue_overview(store, settings)
     with store.session() as s:
         claims = {c.id: c for c in active_claims(s)}
-        found = outcomes(s, settings, None, list(claims.values()))
         lines = sorted((line.id, line.question) for line in active_lines(s))
     rows = []
     for v in verdicts:
@@ -108,7 +106,7 @@ def board(store: Store, settings: Settings, filters: Filters) -> Board:
             BoardRow(v, claims[v.claim_id].date_start is not None, outcome.strength, new, waiting[v.claim_id])
         )
     kept = [r for r in rows if filters.keeps(r)]
-    return Board(kept, len(rows), lines, period, len(queue))
+    return Board(kept, len(rows), lines, period, sum(waiting.values()))
 
 
 @dataclass
