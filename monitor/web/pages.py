@@ -17,7 +17,7 @@ from monitor.report.period import Period, custom
 from monitor.review.queue import ReviewItem, queue_overview, review_queue
 from monitor.review.rewording import ProposalView, open_views
 from monitor.store.assessments import claims_judged_on
-from monitor.store.claims import active_claims, get_claim
+from monitor.store.claims import active_claims
 from monitor.store.db import Store
 from monitor.store.digests import recent_digests
 from monitor.store.lines import active_lines, anchors_of_lines
@@ -32,9 +32,9 @@ from monitor.verdicts.rules import (
     STANCES,
     Thresholds,
     counting_between,
-    decide,
     evidence_cutoff,
     standing,
+    strengths,
 )
 from monitor.verdicts.show import ClaimDetail, EvidenceLine, claim_detail
 from monitor.web.plot import SIDES, Series
@@ -139,27 +139,20 @@ class ClaimPage:
     wordings: list[ClaimRewording]
 
 
-def _series(store: Store, settings: Settings, claim_id: str) -> Series:
-    """Strength per side at each day a counted paper appeared, replayed with `decide` as of that day;
-    the verdict changes from the stored history (at the day the status moved, else the row's date)."""
+def _series(store: Store, settings: Settings, detail: ClaimDetail) -> Series:
+    """Strength per side (`rules.strengths` over what moves the verdict) at each day a counted paper
+    appeared; the verdict changes from the stored history, at the day the status moved (else the row's
+    date). One pass per day over the claim's items, not a full `decide` each."""
     th = Thresholds.from_settings(settings.verdicts)
     series = Series(move=th.move, overturn=th.overturn)
+    moving = [e.item for e in detail.evidence if e.standing == COUNTS and e.item.published is not None]
+    for day in sorted({i.published for i in moving if i.published}):
+        side = strengths([i for i in moving if i.published and i.published <= day], th)
+        series.days.append(day)
+        for name in SIDES:
+            series.strength[name].append(round(side[name], 3))
     with store.session() as s:
-        claim = get_claim(s, claim_id)
-        if claim is None:
-            return series
-        date = claim_dates(s, [claim])[claim_id]
-        items = load_evidence(s, settings, [claim_id]).get(claim_id, [])
-        cutoff = evidence_cutoff(date)
-        days = sorted(
-            {i.published for i in items if i.published and standing(i, cutoff, None, th)[0] == COUNTS}
-        )
-        for day in days:
-            outcome = decide(items, th, date, day)
-            series.days.append(day)
-            for side in SIDES:
-                series.strength[side].append(round(outcome.strength.get(side, 0.0), 3))
-        for row in verdict_history(s, claim_id):
+        for row in verdict_history(s, detail.id):
             if row.changed:
                 since = (row.details or {}).get("status_since")
                 series.changes.append((dt.date.fromisoformat(since) if since else row.as_of, row.status))
@@ -182,7 +175,7 @@ def claim_page(store: Store, settings: Settings, claim_id: str) -> ClaimPage:
         decisions = {paper: d for (_, paper), d in decisions_in_force(s, [detail.id]).items()}
         anchors = anchors_of_lines(s, [line_id for line_id, _ in detail.lines])
         wordings = wording_history(s, detail.id)
-    series = _series(store, settings, detail.id)
+    series = _series(store, settings, detail)
     return ClaimPage(detail, groups, abstracts, decisions, anchors, series, wordings)
 
 
