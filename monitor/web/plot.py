@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 SIDES = ("SUPPORTS", "AGAINST", "OVERTURNS")
 COLOURS = {"SUPPORTS": "#2e7d32", "AGAINST": "#ef6c00", "OVERTURNS": "#c62828"}
 WIDTH, HEIGHT, PAD = 640, 220, 36
+RIGHT = 96  # room for the threshold labels right of the plot
 
 
 @dataclass
@@ -40,22 +41,24 @@ class Plot:
     height: int
     lines: dict[str, str]  # side -> "x,y x,y ..." points
     colours: dict[str, str]
-    markers: list[tuple[float, str, str]]  # (x, day, status)
+    markers: list[tuple[float, str, str, str]]  # (x, day, status, text-anchor)
     thresholds: list[tuple[float, str]]  # (y, label)
     ticks: list[tuple[float, str]]  # (x, day)
     empty: bool
+    left: float  # the plot area's x range
+    right: float
 
 
 def layout(series: Series) -> Plot:
     """Scale the series into the SVG's box: x by date, y from 0 to 1."""
     days = sorted(set(series.days) | {day for day, _ in series.changes})
     if not days:
-        return Plot(WIDTH, HEIGHT, {}, COLOURS, [], [], [], True)
+        return Plot(WIDTH, HEIGHT, {}, COLOURS, [], [], [], True, PAD, WIDTH - RIGHT)
     first, last = days[0], days[-1]
     span = max((last - first).days, 1)
 
     def x(day: dt.date) -> float:
-        return round(PAD + (WIDTH - 2 * PAD) * (day - first).days / span, 1)
+        return round(PAD + (WIDTH - PAD - RIGHT) * (day - first).days / span, 1)
 
     def y(value: float) -> float:
         return round(HEIGHT - PAD - (HEIGHT - 2 * PAD) * value, 1)
@@ -70,7 +73,11 @@ def layout(series: Series) -> Plot:
             previous = value
         points.append(f"{x(last)},{y(previous)}")
         lines[side] = " ".join(points)
-    markers = [(x(day), day.isoformat(), status) for day, status in series.changes]
+    middle = WIDTH / 2
+    markers = [
+        (x(day), day.isoformat(), status, "end" if x(day) > middle else "start")
+        for day, status in series.changes
+    ]
     thresholds = [
         (y(series.move), f"move {series.move:g}"),
         (y(series.overturn), f"overturn {series.overturn:g}"),
@@ -80,4 +87,4 @@ def layout(series: Series) -> Plot:
         if first != last
         else [(x(first), first.isoformat())]
     )
-    return Plot(WIDTH, HEIGHT, lines, COLOURS, markers, thresholds, ticks, False)
+    return Plot(WIDTH, HEIGHT, lines, COLOURS, markers, thresholds, ticks, False, PAD, WIDTH - RIGHT)
