@@ -182,3 +182,33 @@ def test_listening_beyond_loopback_without_a_token_is_refused(tmp_path) -> None:
     (tmp_path / "monitor.toml").write_text('[web]\ntoken = "in-a-file"\n')
     filed = _serve("--config", str(tmp_path / "monitor.toml"), "serve")
     assert filed.returncode == 2 and "environment, not in a file" in filed.stderr
+
+
+def test_a_proposed_wording_is_rejected_from_the_review_page_and_kept_in_the_claims_history(world) -> None:
+    from monitor.store.rewordings import add_proposal, get_rewording
+
+    store, settings = world
+    with store.session() as s:
+        proposal = add_proposal(
+            s,
+            {
+                "claim_id": "c_quiet",
+                "text": "GRPO collapses out of distribution <i>unless</i> regularised",
+                "condition": "with a KL penalty it holds",
+                "cited": ["2602.00002"],
+                "model": "m",
+                "prompt_version": "p",
+            },
+        )
+    c = client(store, settings)
+    review = c.get("/review").text
+    assert "&lt;i&gt;unless&lt;/i&gt;" in review and f'action="/wordings/{proposal}"' in review
+    refused = c.post(f"/wordings/{proposal}", data={"csrf": csrf_of(review), "do": "reject"})
+    assert refused.status_code == 403
+    sign_in(c)
+    form = {"csrf": csrf_of(review), "do": "reject", "note": "too broad"}
+    done = c.post(f"/wordings/{proposal}", data=form)
+    assert done.status_code == 303
+    with store.session() as s:
+        assert get_rewording(s, proposal).status == "rejected"
+    assert "rejected: “GRPO collapses" in c.get("/claims/c_quiet").text

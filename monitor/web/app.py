@@ -13,6 +13,7 @@ from urllib.parse import parse_qs, urlencode
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
@@ -22,7 +23,7 @@ from starlette.routing import Route
 from monitor.config import Settings
 from monitor.errors import MonitorError
 from monitor.report.feed import feed_xml
-from monitor.review.queue import record
+from monitor.review.queue import Recorded, record
 from monitor.review.rewording import accept, reject
 from monitor.review.session import refresh_verdicts
 from monitor.sources.base import arxiv_url
@@ -53,7 +54,7 @@ def _environment() -> Environment:
     return env
 
 
-class Board:
+class WebApp:
     """The app's state: the store, settings, signing keys and templates."""
 
     def __init__(self, store: Store, settings: Settings, reports: Path) -> None:
@@ -127,12 +128,12 @@ def _local(target: str, default: str) -> str:
     return target if target.startswith("/") and not target.startswith("//") else default
 
 
-def _app(request: Request) -> Board:
-    board: Board = request.app.state.board
-    return board
+def _app(request: Request) -> WebApp:
+    state: WebApp = request.app.state.web
+    return state
 
 
-async def board(request: Request) -> Response:
+def board(request: Request) -> Response:
     app = _app(request)
     q = request.query_params
     filters = pages.Filters(q.get("line", ""), q.get("verdict", ""), q.get("dated", ""), q.get("q", ""))
@@ -140,7 +141,7 @@ async def board(request: Request) -> Response:
     return app.render(request, "board.html.j2", board=data, filters=filters)
 
 
-async def claim(request: Request) -> Response:
+def claim(request: Request) -> Response:
     app = _app(request)
     try:
         page = pages.claim_page(app.store, app.settings, request.path_params["claim_id"])
@@ -149,7 +150,7 @@ async def claim(request: Request) -> Response:
     return app.render(request, "claim.html.j2", page=page, plot=layout(page.series))
 
 
-async def paper(request: Request) -> Response:
+def paper(request: Request) -> Response:
     app = _app(request)
     try:
         page = pages.paper_page(app.store, app.settings, request.path_params["arxiv_id"])
@@ -158,7 +159,7 @@ async def paper(request: Request) -> Response:
     return app.render(request, "paper.html.j2", page=page)
 
 
-async def review(request: Request) -> Response:
+def review(request: Request) -> Response:
     app = _app(request)
     page = pages.review_page(app.store, app.settings)
     return app.render(request, "review.html.j2", page=page, done=request.query_params.get("done", ""))
@@ -168,7 +169,8 @@ async def decide(request: Request) -> Response:
     app = _app(request)
     try:
         fields, name = await app.form(request)
-        done = _record(app, int(request.path_params["assessment_id"]), fields, name or "")
+        assessment_id = int(request.path_params["assessment_id"])
+        done = await run_in_threadpool(_record, app, assessment_id, fields, name or "")
     except (Refused, MonitorError) as exc:
         return app.refused(request, exc)
     moved = f"{done.from_label} -> {done.label or 'dismissed'}"
@@ -183,12 +185,10 @@ async def wording(request: Request) -> Response:
     try:
         fields, _ = await app.form(request)
         rewording_id = int(request.path_params["rewording_id"])
-        if fields.get("do") == "accept":
-            accept(app.store, rewording_id, fields.get("note", ""))
-        elif fields.get("do") == "reject":
-            reject(app.store, rewording_id, fields.get("note", ""))
-        else:
+        choice = {"accept": accept, "reject": reject}.get(fields.get("do", ""))
+        if choice is None:
             raise Refused(400, "choose accept or reject")
+        await run_in_threadpool(choice, app.store, rewording_id, fields.get("note", ""))
     except (Refused, MonitorError) as exc:
         return app.refused(request, exc)
     return RedirectResponse("/review", status_code=303)
@@ -223,12 +223,12 @@ async def logout(request: Request) -> Response:
     return response
 
 
-async def digests(request: Request) -> Response:
+def digests(request: Request) -> Response:
     app = _app(request)
     return app.render(request, "digests.html.j2", digests=pages.digests(app.store))
 
 
-async def digest_file(request: Request) -> Response:
+def digest_file(request: Request) -> Response:
     app = _app(request)
     for row in pages.digests(app.store):
         if row["key"] == request.path_params["key"]:
@@ -236,7 +236,7 @@ async def digest_file(request: Request) -> Response:
     return app.refused(request, Refused(404, "no such digest"))
 
 
-async def feed(request: Request) -> Response:
+def feed(request: Request) -> Response:
     app = _app(request)
     return Response(feed_xml(app.store, app.settings, app.reports), media_type="application/atom+xml")
 
@@ -256,7 +256,7 @@ ROUTES = [
 ]
 
 
-def _record(app: Board, assessment_id: int, fields: dict[str, str], reviewer: str) -> Any:
+def _record(app: WebApp, assessment_id: int, fields: dict[str, str], reviewer: str) -> Recorded:
     """One decision from the review form, written and verdicts refreshed as `monitor review set` does."""
     do = fields.get("do", "")
     note = fields.get("note", "")
@@ -273,7 +273,7 @@ def _record(app: Board, assessment_id: int, fields: dict[str, str], reviewer: st
     return done
 
 
-def _digest_file(app: Board, request: Request, row: dict[str, Any]) -> Response:
+def _digest_file(app: WebApp, request: Request, row: dict[str, Any]) -> Response:
     """The digest as written: its HTML if there is one, else its Markdown as plain text; only files
     inside the reports folder are served."""
     root = app.reports.resolve()
@@ -301,7 +301,7 @@ SECURITY_HEADERS = {
 
 
 def create_app(store: Store, settings: Settings) -> Starlette:
-    board = Board(store, settings, Path(settings.paths.reports))
+    state = WebApp(store, settings, Path(settings.paths.reports))
 
     async def headers(request: Request, call_next: Any) -> Response:
         response = await call_next(request)
@@ -310,5 +310,5 @@ def create_app(store: Store, settings: Settings) -> Starlette:
         return response
 
     app = Starlette(routes=ROUTES, middleware=[Middleware(BaseHTTPMiddleware, dispatch=headers)])
-    app.state.board = board
+    app.state.web = state
     return app
