@@ -85,6 +85,18 @@ def page_times(url: str, cwd: Path, n: int) -> dict[str, str]:
     return {"claims": str(len(claims)), "board": percentiles(board_times), "claim": percentiles(claim_times)}
 
 
+@contextmanager
+def pg_copy(sqlite_url: str) -> Iterator[str]:
+    """A PostgreSQL copy of the SQLite store in its own schema, dropped afterwards."""
+    url = copy_to_pg(sqlite_url)
+    try:
+        yield url
+    finally:
+        schema = url.rsplit("%3D", 1)[1]
+        with create_engine(PG_BASE).begin() as conn:
+            conn.execute(text(f"DROP SCHEMA {schema} CASCADE"))
+
+
 def copy_to_pg(sqlite_url: str) -> str:
     """The SQLite store copied into a fresh PostgreSQL schema (migrated first, then every table)."""
     import monitor.store.records  # noqa: F401 - registers the run tables with the metadata
@@ -109,7 +121,6 @@ def copy_to_pg(sqlite_url: str) -> str:
                     text(f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'), :n)"),
                     {"n": max(r["id"] for r in rows)},
                 )
-    print(f"copied into PostgreSQL schema {schema} (drop it with DROP SCHEMA {schema} CASCADE)")
     return url
 
 
@@ -194,7 +205,8 @@ def main() -> None:
         return
     print("SQLite:", page_times(args.db, db.parent, args.requests))
     if args.pg:
-        print("PostgreSQL:", page_times(copy_to_pg(args.db), db.parent, args.requests))
+        with pg_copy(args.db) as url:
+            print("PostgreSQL:", page_times(url, db.parent, args.requests))
 
 
 if __name__ == "__main__":
