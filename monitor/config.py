@@ -292,6 +292,14 @@ class ScheduleSettings(Section):
         return v
 
 
+class WebSettings(Section):
+    """`monitor serve`: where it listens, and the curator token (MONITOR_WEB__TOKEN, environment only)."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8765, ge=0, le=65535)
+    token: SecretStr | None = None  # without it the app is read-only; never logged, never in a file
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", validate_default=True
@@ -306,6 +314,7 @@ class Settings(BaseSettings):
     report: ReportSettings = Field(default_factory=ReportSettings)
     email: EmailSettings = Field(default_factory=EmailSettings)
     schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)
+    web: WebSettings = Field(default_factory=WebSettings)
 
     @classmethod
     def settings_customise_sources(
@@ -369,6 +378,11 @@ def load_settings(explicit: str | Path | None = None) -> Settings:
         if not path.exists():
             raise ConfigError(f"{path}: config file not found")
         data = _read_toml(path)
+        if "token" in (data.get("web") or {}):
+            # A token in a file gets copied, committed and shared; the environment keeps it to one shell.
+            raise ConfigError(
+                f"{path}: [web] token: set MONITOR_WEB__TOKEN in the environment, not in a file"
+            )
     data = _standard_env(data)
     check_environment(_webhook_url_variables(data))
     try:

@@ -22,9 +22,10 @@ LAYERS: dict[str, int] = {
     "verdicts": 6,
     "review": 7,
     "report": 8,
-    "schedule": 9,
-    "cli": 10,
-    "__main__": 11,
+    "web": 9,
+    "schedule": 10,
+    "cli": 11,
+    "__main__": 12,
 }  # fmt: skip
 
 

@@ -2,8 +2,8 @@
 
 One module a command group: `claims` (init, seeds, lines, claims), `doctor`, `sources` (fetch, anchors),
 `judging` (relevance, judge, eval), `reports` (verdicts, show, report), `operations` (run, runs,
-retest, daemon, replay) and `review`. Commands print with rich and raise MonitorError for the user;
-`main` turns that into one line on stderr and the error's exit code.
+retest, daemon, replay), `review` and `web` (serve). Commands print with rich and raise MonitorError
+for the user; `main` turns that into one line on stderr and the error's exit code.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import typer
 from rich.markup import escape
 from typer.core import TyperGroup
 
-from monitor.cli import claims, doctor, judging, operations, reports, review, sources
+from monitor.cli import claims, doctor, judging, operations, reports, review, sources, web
 from monitor.cli.context import AppContext, err_console
 from monitor.errors import MonitorError
 
@@ -53,7 +53,7 @@ app = typer.Typer(
     add_completion=False,
 )
 # Unnamed, a module's commands join the root's; the order here is the order `monitor --help` lists.
-for group in (claims.app, doctor.app, sources.app, judging.app, reports.app, operations.app):
+for group in (claims.app, doctor.app, sources.app, judging.app, reports.app, operations.app, web.app):
     app.add_typer(group)
 app.add_typer(claims.seeds_app, name="seeds")
 app.add_typer(sources.anchors_app, name="anchors")

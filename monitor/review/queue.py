@@ -16,8 +16,11 @@ it there. Decisions are keyed by (claim, paper), so they survive re-judging.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from sqlalchemy.orm import Session
 
 from monitor.config import Settings
 from monitor.errors import NotFound, UsageError
@@ -29,7 +32,7 @@ from monitor.store.models import Assessment, Claim, Paper, Review
 from monitor.store.papers import abstracts_of
 from monitor.store.reviews import add_review, decisions_in_force, history, reviewed_pairs
 from monitor.verdicts.rollup import claim_dates, load_evidence
-from monitor.verdicts.rules import STANCES, EvidenceItem, Thresholds, decide
+from monitor.verdicts.rules import STANCES, EvidenceItem, Outcome, Thresholds, decide
 
 LABELS = (*STANCES, "UNRELATED")
 SHORT = {"S": "SUPPORTS", "R": "RELAXES", "O": "OVERTURNS", "U": "UNRELATED"}
@@ -71,32 +74,49 @@ class ReviewItem:
         return {**asdict(self), "url": self.url}
 
 
+Ranked = tuple[tuple[int, float, int], EvidenceItem, Claim, str, int]  # (key, item, claim, status, tier)
+
+
+def _ranked(s: Session, settings: Settings) -> tuple[list[Ranked], dict[str, Outcome]]:
+    """The queue, most urgent first, and each active claim's outcome it was drawn from."""
+    th = Thresholds.from_settings(settings.verdicts)
+    queue: list[Ranked] = []
+    claims = active_claims(s)
+    evidence = load_evidence(s, settings, [c.id for c in claims])
+    dates = claim_dates(s, claims)
+    outcomes: dict[str, Outcome] = {}
+    for claim in claims:
+        outcome = outcomes[claim.id] = decide(evidence.get(claim.id, []), th, dates[claim.id])
+        seen: set[int] = set()
+        groups = (
+            [i for i in outcome.counted if th.held(i)],
+            [i for i in outcome.for_review if not th.held(i)],
+            outcome.movers,
+            outcome.unclear,
+            outcome.counted,
+        )
+        for priority, group in enumerate(groups):
+            for item in group:
+                if item.assessment_id in seen or item.review:  # a curator decided it already
+                    continue
+                seen.add(item.assessment_id)
+                key = (priority, -th.weight(item), item.assessment_id)
+                queue.append((key, item, claim, outcome.status, priority))
+    queue.sort(key=lambda entry: entry[0])
+    return queue, outcomes
+
+
+def queue_overview(store: Store, settings: Settings) -> tuple[Counter[str], dict[str, Outcome]]:
+    """Per claim, how many of its pairs wait in the queue, and its outcome now (the claim board)."""
+    with store.session() as s:
+        queue, outcomes = _ranked(s, settings)
+    return Counter(claim.id for _, _, claim, _, _ in queue), outcomes
+
+
 def review_queue(store: Store, settings: Settings) -> list[ReviewItem]:
     """Every pair that needs a curator, most urgent first."""
-    th = Thresholds.from_settings(settings.verdicts)
-    queue: list[tuple[tuple[int, float, int], EvidenceItem, Claim, str, int]] = []
     with store.session() as s:
-        claims = active_claims(s)
-        evidence = load_evidence(s, settings, [c.id for c in claims])
-        dates = claim_dates(s, claims)
-        for claim in claims:
-            outcome = decide(evidence.get(claim.id, []), th, dates[claim.id])
-            seen: set[int] = set()
-            groups = (
-                [i for i in outcome.counted if th.held(i)],
-                [i for i in outcome.for_review if not th.held(i)],
-                outcome.movers,
-                outcome.unclear,
-                outcome.counted,
-            )
-            for priority, group in enumerate(groups):
-                for item in group:
-                    if item.assessment_id in seen or item.review:  # a curator decided it already
-                        continue
-                    seen.add(item.assessment_id)
-                    key = (priority, -th.weight(item), item.assessment_id)
-                    queue.append((key, item, claim, outcome.status, priority))
-        queue.sort(key=lambda entry: entry[0])
+        queue, _ = _ranked(s, settings)
         abstracts = abstracts_of(s, [(e[1].arxiv_id, e[1].version) for e in queue])
         return [
             ReviewItem(
@@ -150,10 +170,12 @@ def record(
     dismiss: bool = False,
     note: str = "",
     decisive: bool = False,
+    reviewer: str = "",
 ) -> Recorded:
     """A curator's decision on an assessment's (claim, paper) pair: confirm or relabel (`label`),
     dismiss, or only a note. `decisive`: with a label, this one paper settles the claim (it weighs 1;
-    otherwise a curator's label weighs `rules.CURATOR_WEIGHT`). Written in one transaction."""
+    otherwise a curator's label weighs `rules.CURATOR_WEIGHT`). `reviewer`: who decided (the web app's
+    signed-in name). Written in one transaction."""
     if dismiss and label:
         raise UsageError("give either --label or --dismiss, not both")
     if decisive and not label:
@@ -175,7 +197,7 @@ def record(
             action = "confirm" if new == assessment.label else "relabel"
         else:
             action, new = "note", None if in_force == "DISMISSED" else in_force
-        row = add_review(s, assessment, action, new, note.strip(), in_force, decisive)
+        row = add_review(s, assessment, action, new, note.strip(), in_force, decisive, reviewer.strip())
         return Recorded(row.id, assessment.id, row.claim_id, row.arxiv_id, action, in_force, new, decisive)
 
 
@@ -214,6 +236,7 @@ def _history_row(row: Review) -> dict[str, object]:
         "when": row.created_at.isoformat(timespec="seconds"),
         "note": row.note,
         "decisive": bool(row.decisive),
+        "reviewer": row.reviewer or "",
     }
 
 

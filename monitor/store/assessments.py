@@ -71,3 +71,11 @@ def latest_quote(session: Session, claim_id: str, arxiv_id: str) -> str | None:
         .order_by(Assessment.id.desc())
         .limit(1)
     )
+
+
+def claims_judged_on(session: Session, arxiv_id: str) -> list[str]:
+    """Ids of the claims a current assessment pairs with the paper (the web app's paper page)."""
+    query = select(Assessment.claim_id).where(
+        Assessment.arxiv_id == arxiv_id, Assessment.is_current.is_(True)
+    )
+    return sorted(set(session.scalars(query)))

@@ -295,6 +295,8 @@ class Review(Base):
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
     # The curator says this one paper settles the claim: their label weighs 1 (docs/verdicts.md).
     decisive: Mapped[bool] = mapped_column(Boolean, default=False)
+    # Who decided: the name a curator gave when signing in to `monitor serve` ("" from the terminal).
+    reviewer: Mapped[str] = mapped_column(String(100), default="")
 
 
 class ClaimRewording(Base):

@@ -30,6 +30,7 @@ class Decision:
     note: str
     decided_at: dt.datetime
     decisive: bool = False  # the curator says this paper settles the claim: it weighs 1
+    reviewer: str = ""  # who decided ("" from the terminal)
 
 
 def decisions_in_force(
@@ -42,7 +43,8 @@ def decisions_in_force(
     out: dict[tuple[str, str], Decision] = {}
     for row in session.scalars(query):
         decision = Decision(
-            row.id, row.action, row.label, row.from_label, row.note, row.created_at, bool(row.decisive)
+            row.id, row.action, row.label, row.from_label, row.note, row.created_at, bool(row.decisive),
+            row.reviewer or "",
         )
         out[(row.claim_id, row.arxiv_id)] = decision
     return out
@@ -77,6 +79,7 @@ def add_review(
     note: str,
     from_label: str,
     decisive: bool = False,
+    reviewer: str = "",
 ) -> Review:
     if action not in ACTIONS:
         raise ValueError(f"unknown review action {action!r}")
@@ -89,6 +92,7 @@ def add_review(
         label=label,
         note=note,
         decisive=decisive,
+        reviewer=reviewer,
     )
     session.add(row)
     session.flush()

@@ -50,3 +50,12 @@ def decide(session: Session, row: ClaimRewording, status: str, note: str, new_cl
         raise ValueError(f"unknown decision {status!r}")
     row.status, row.note, row.new_claim_id, row.decided_at = status, note, new_claim_id, utcnow()
     session.flush()
+
+
+def wording_history(session: Session, claim_id: str) -> list[ClaimRewording]:
+    """Every wording proposed for the claim, and the accepted one it replaced (if it is a rewording),
+    oldest first: the claim page's history of wordings."""
+    query = select(ClaimRewording).where(
+        (ClaimRewording.claim_id == claim_id) | (ClaimRewording.new_claim_id == claim_id)
+    )
+    return list(session.scalars(query.order_by(ClaimRewording.id)))

@@ -110,9 +110,11 @@ def _pairs(text: str) -> set[tuple[str, str]]:
     return set(zip(words, words[1:], strict=False))
 
 
-def _coined_names(text: str) -> set[str]:
-    """Names a paper might go by: six or more characters with at least two capitals."""
-    return {m for m in _NAME.findall(text) if len(m) >= 6 and sum(c.isupper() for c in m) >= 2}
+@functools.lru_cache(maxsize=4096)
+def _coined_names(text: str) -> frozenset[str]:
+    """Names a paper might go by: six or more characters with at least two capitals. Cached: every
+    reader of the evidence (the claim board's each page) asks it of the same notes for each paper."""
+    return frozenset(m for m in _NAME.findall(text) if len(m) >= 6 and sum(c.isupper() for c in m) >= 2)
 
 
 def _defines(name: str, title: str, abstract: str) -> bool:

@@ -1,0 +1,264 @@
+"""What each page of the claim board shows, computed from the store by the stages' own functions.
+
+The board reads `current_verdicts` (what `monitor verdicts` prints), the claim page `claim_detail`
+(what `monitor show` prints) and the review page `review_queue` (what `monitor review` walks), so a
+browser and a terminal never disagree. Nothing here builds SQL or HTML.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from monitor.config import Settings
+from monitor.errors import InputError
+from monitor.report.period import Period, custom
+from monitor.review.queue import ReviewItem, queue_overview, review_queue
+from monitor.review.rewording import ProposalView, open_views
+from monitor.store.assessments import claims_judged_on
+from monitor.store.claims import active_claims
+from monitor.store.db import Store
+from monitor.store.digests import recent_digests
+from monitor.store.lines import active_lines, anchors_of_lines
+from monitor.store.models import Anchor, ClaimRewording
+from monitor.store.papers import abstracts_of, get_paper
+from monitor.store.reviews import Decision, decisions_in_force
+from monitor.store.rewordings import wording_history
+from monitor.store.verdicts import verdict_history
+from monitor.verdicts.rollup import CurrentVerdict, claim_dates, current_verdicts, load_evidence
+from monitor.verdicts.rules import (
+    COUNTS,
+    STANCES,
+    Thresholds,
+    counting_between,
+    evidence_cutoff,
+    standing,
+    strengths,
+)
+from monitor.verdicts.show import ClaimDetail, EvidenceLine, claim_detail
+from monitor.web.plot import SIDES, Series
+
+LABEL_ORDER = (*STANCES, "UNRELATED")
+
+
+@dataclass
+class BoardRow:
+    verdict: CurrentVerdict
+    dated: bool
+    strength: dict[str, float]
+    new_this_period: int
+    waiting: int
+
+    @property
+    def sentence(self) -> str:
+        summary = self.verdict.evidence_summary
+        return summary.sentence() if summary is not None else self.verdict.summary
+
+
+@dataclass
+class Filters:
+    line: str = ""
+    verdict: str = ""
+    dated: str = ""  # "" | dated | undated
+    q: str = ""
+
+    def keeps(self, row: BoardRow) -> bool:
+        v = row.verdict
+        if self.line and self.line not in v.lines:
+            return False
+        if self.verdict and v.status != self.verdict:
+            return False
+        if self.dated and (self.dated == "dated") != row.dated:
+            return False
+        needle = self.q.strip().casefold()
+        return not needle or needle in v.text.casefold() or needle in v.claim_id.casefold()
+
+
+@dataclass
+class Board:
+    rows: list[BoardRow]
+    total: int
+    lines: list[tuple[str, str]]  # (id, question)
+    period: Period | None
+    waiting: int
+
+
+def _period(store: Store) -> Period | None:
+    """'This period': the newest digest's, which is what the curator last read about."""
+    with store.session() as s:
+        rows = recent_digests(s, 1)
+        return custom(rows[0].period_start, rows[0].period_end) if rows else None
+
+
+def board(store: Store, settings: Settings, filters: Filters) -> Board:
+    verdicts = current_verdicts(store)
+    period = _period(store)
+    waiting, found = queue_overview(store, settings)
+    with store.session() as s:
+        claims = {c.id: c for c in active_claims(s)}
+        lines = sorted((line.id, line.question) for line in active_lines(s))
+    rows = []
+    for v in verdicts:
+        outcome = found[v.claim_id]
+        new = len(counting_between(outcome, period.start, period.end)) if period else 0
+        rows.append(
+            BoardRow(v, claims[v.claim_id].date_start is not None, outcome.strength, new, waiting[v.claim_id])
+        )
+    kept = [r for r in rows if filters.keeps(r)]
+    return Board(kept, len(rows), lines, period, sum(waiting.values()))
+
+
+@dataclass
+class Quoted:
+    """An abstract split around the judge's quote, so the template escapes each part and marks one."""
+
+    before: str
+    quote: str
+    after: str
+
+
+def highlight(abstract: str, quote: str) -> Quoted:
+    quote = quote.strip().strip('"“”')
+    at = abstract.find(quote) if quote else -1
+    if at < 0 and quote:
+        at = abstract.casefold().find(quote.casefold())
+    if at < 0:
+        return Quoted(abstract, "", "")
+    return Quoted(abstract[:at], abstract[at : at + len(quote)], abstract[at + len(quote) :])
+
+
+@dataclass
+class ClaimPage:
+    detail: ClaimDetail
+    groups: list[tuple[str, list[EvidenceLine]]]
+    abstracts: dict[str, Quoted]  # ref -> split abstract
+    decisions: dict[str, Decision]  # arxiv id -> the curator's decision in force
+    anchors: list[Anchor]
+    series: Series
+    wordings: list[ClaimRewording]
+
+
+def _series(store: Store, settings: Settings, detail: ClaimDetail) -> Series:
+    """Strength per side (`rules.strengths` over what moves the verdict) at each day a counted paper
+    appeared; the verdict changes from the stored history, at the day the status moved (else the row's
+    date). One pass per day over the claim's items, not a full `decide` each."""
+    th = Thresholds.from_settings(settings.verdicts)
+    series = Series(move=th.move, overturn=th.overturn)
+    moving = [e.item for e in detail.evidence if e.standing == COUNTS and e.item.published is not None]
+    for day in sorted({i.published for i in moving if i.published}):
+        side = strengths([i for i in moving if i.published and i.published <= day], th)
+        series.days.append(day)
+        for name in SIDES:
+            series.strength[name].append(round(side[name], 3))
+    with store.session() as s:
+        for row in verdict_history(s, detail.id):
+            if row.changed:
+                since = (row.details or {}).get("status_since")
+                series.changes.append((dt.date.fromisoformat(since) if since else row.as_of, row.status))
+    return series
+
+
+def claim_page(store: Store, settings: Settings, claim_id: str) -> ClaimPage:
+    detail = claim_detail(store, settings, claim_id)
+    grouped: dict[str, list[EvidenceLine]] = defaultdict(list)
+    for line in detail.evidence:
+        grouped[line.item.label].append(line)
+    groups = [(label, grouped[label]) for label in LABEL_ORDER if grouped.get(label)]
+    with store.session() as s:
+        keys = [(e.item.arxiv_id, e.item.version) for e in detail.evidence]
+        texts = abstracts_of(s, keys)
+        abstracts = {
+            e.item.ref: highlight(texts.get((e.item.arxiv_id, e.item.version), ""), e.item.evidence)
+            for e in detail.evidence
+        }
+        decisions = {paper: d for (_, paper), d in decisions_in_force(s, [detail.id]).items()}
+        anchors = anchors_of_lines(s, [line_id for line_id, _ in detail.lines])
+        wordings = wording_history(s, detail.id)
+    series = _series(store, settings, detail)
+    return ClaimPage(detail, groups, abstracts, decisions, anchors, series, wordings)
+
+
+@dataclass
+class PaperClaim:
+    claim_id: str
+    claim: str
+    label: str
+    confidence: float
+    judge: str
+    quote: str
+    standing: str
+    why: str
+
+
+@dataclass
+class PaperPage:
+    arxiv_id: str
+    version: int
+    title: str
+    abstract: str
+    published: dt.date | None
+    authors: list[str]
+    claims: list[PaperClaim] = field(default_factory=list)
+
+
+def paper_page(store: Store, settings: Settings, arxiv_id: str) -> PaperPage:
+    th = Thresholds.from_settings(settings.verdicts)
+    with store.session() as s:
+        paper = get_paper(s, arxiv_id)
+        if paper is None:
+            raise InputError("paper", None, f"no paper {arxiv_id!r} in the store")
+        page = PaperPage(
+            paper.arxiv_id, paper.version, paper.title, paper.abstract, paper.published, list(paper.authors)
+        )
+        claims = active_claims(s, claims_judged_on(s, arxiv_id))
+        dates = claim_dates(s, claims)
+        evidence = load_evidence(s, settings, [c.id for c in claims], include_unrelated=True)
+        for claim in claims:
+            for item in evidence.get(claim.id, []):
+                if item.arxiv_id != arxiv_id:
+                    continue
+                kind, why = standing(item, evidence_cutoff(dates[claim.id]), None, th)
+                page.claims.append(
+                    PaperClaim(
+                        claim.id,
+                        claim.text,
+                        item.label,
+                        item.confidence,
+                        item.judge,
+                        item.evidence,
+                        kind,
+                        why,
+                    )
+                )
+    page.claims.sort(key=lambda c: (LABEL_ORDER.index(c.label), -c.confidence))
+    return page
+
+
+@dataclass
+class ReviewPage:
+    items: list[ReviewItem]
+    total: int
+    proposals: list[ProposalView]
+
+
+def review_page(store: Store, settings: Settings, limit: int = 50) -> ReviewPage:
+    """The same queue `monitor review` walks, in its order; the first `limit` items."""
+    queue = review_queue(store, settings)
+    return ReviewPage(queue[:limit], len(queue), open_views(store))
+
+
+def digests(store: Store) -> list[dict[str, object]]:
+    with store.session() as s:
+        return [
+            {
+                "key": r.period_key,
+                "start": r.period_start,
+                "end": r.period_end,
+                "created": r.created_at,
+                "stats": dict(r.stats or {}),
+                "markdown": r.markdown_path or "",
+                "html": r.html_path or "",
+            }
+            for r in recent_digests(s, 500)
+        ]
