@@ -52,7 +52,7 @@ def test_known_variables_still_apply(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     monkeypatch.setenv("MONITOR_VERDICTS__PRECISION", '{"local": {"SUPPORTS": 0.5}}')
     monkeypatch.setenv("MONITOR_EMAIL", '{"port": 2525}')
     settings = load_settings()
-    assert settings.judge.model == "my-model"
+    assert settings.llm.model == "my-model"  # judge.model moved to llm.model; the old name still loads
     assert settings.verdicts.precision == {"local": {"SUPPORTS": 0.5}}
     assert settings.email.port == 2525
 
@@ -143,7 +143,7 @@ def test_relevance_cut_follows_the_judge(monkeypatch: pytest.MonkeyPatch, tmp_pa
     assert load_settings().relevance_in_force().share == 0.02
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     llm = load_settings()
-    assert llm.judge.resolved_provider() == "openai"
+    assert llm.judge_provider() == "openai"
     assert llm.relevance_in_force().share == LLM_JUDGE_RELEVANCE["share"] == 0.10
     assert llm.relevance_in_force().method == "bm25"  # as good as the hybrid at 10%, no embedding model
     assert llm.relevance.share == 0.02  # the raw setting is untouched; only what is in force differs

@@ -41,19 +41,19 @@ def llm() -> Iterator[ScriptedLLM]:
         yield server
 
 
-def screen_settings(llm: ScriptedLLM, **judge: Any) -> Settings:
+def screen_settings(llm: ScriptedLLM, **llm_options: Any) -> Settings:
     s = Settings()
     s.relevance.method = "bm25"
     s.relevance.screen = "llm"
     s.relevance.screen_share = 1.0  # every pair sharing a word with its claim reaches the screen
-    s.judge.base_url = llm.url
-    s.judge.api_key = SecretStr(SECRET)
-    s.judge.model = "scripted-model"
-    s.judge.timeout_seconds = 5.0
-    s.judge.max_retries = 2
-    s.judge.backoff_seconds = 0.01
-    for key, value in judge.items():
-        setattr(s.judge, key, value)
+    s.llm.base_url = llm.url
+    s.llm.api_key = SecretStr(SECRET)
+    s.llm.model = "scripted-model"
+    s.llm.timeout_seconds = 5.0
+    s.llm.max_retries = 2
+    s.llm.backoff_seconds = 0.01
+    for key, value in llm_options.items():
+        setattr(s.llm, key, value)
     return s
 
 
@@ -204,8 +204,8 @@ def test_screen_needs_an_llm(store) -> None:
     settings = Settings()
     settings.relevance.method = "bm25"
     settings.relevance.screen = "llm"
-    settings.judge.base_url = None
-    settings.judge.api_key = None
+    settings.llm.base_url = None
+    settings.llm.api_key = None
     with pytest.raises(ConfigError, match="relevance.screen = 'llm' needs an LLM"):
         select_candidates(store, settings)
     # The first cut is committed before the screen is asked for: fixing the config resumes there.

@@ -133,7 +133,7 @@ def test_dry_run_prices_the_screen_at_batch_rates(store, llm: ScriptedLLM) -> No
     select_candidates(store, live, screen=False)  # the first cut only: pairs pending, nothing called
     batch = batch_settings(llm)
     for settings in (live, batch):  # a dollar a token, so the rounded estimates compare exactly
-        settings.judge.price_input_per_million = settings.judge.price_output_per_million = 1e6
+        settings.llm.price_input_per_million = settings.llm.price_output_per_million = 1e6
     at_live, at_batch = estimate_screen(store, live), estimate_screen(store, batch)
     assert at_live["calls"] == at_batch["calls"] == 2 and llm.requests == []
     tokens = int(at_live["prompt_tokens"]) + int(at_live["completion_tokens"])  # type: ignore[call-overload]

@@ -86,13 +86,13 @@ def run_batch(
         _collect(store, judge, recorder, writer)
         _submit(store, settings, judge, summary, force, claim_ids, run)
         while wait and summary.batches_waiting:
-            time.sleep(settings.judge.batch_poll_seconds)
+            time.sleep(settings.llm.batch_poll_seconds)
             summary.batches_waiting = 0
             _collect(store, judge, recorder, writer)
     except openai.APIError as exc:
         raise JudgeError(f"Batch API: {judge.transport.describe(exc)}") from None
     finally:
-        # Batch calls cost half, whatever judge.batch says.
+        # Batch calls cost half, whatever llm.batch says.
         settle(summary, recorder, settings, judge, run, batch=True)
     return summary
 
@@ -116,7 +116,7 @@ def _submit(
     summary.papers = len({(u.paper.arxiv_id, u.paper.version) for u in units})
     estimate_units(units, judge.prompts)
     chosen, summary.budget_exhausted = within_budget(
-        units, lambda u: u.estimated_tokens, settings.judge.token_budget
+        units, lambda u: u.estimated_tokens, settings.llm.token_budget
     )
     summary.not_attempted = sum(len(u.pairs) for u in units[len(chosen) :])
     if not chosen:

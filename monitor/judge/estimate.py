@@ -49,7 +49,7 @@ class Alternative:
     calls: int
     prompt_tokens: int
     completion_tokens: int
-    cost: float  # USD at judge.price_input_per_million / price_output_per_million
+    cost: float  # USD at llm.price_input_per_million / price_output_per_million
 
     @property
     def label(self) -> str:

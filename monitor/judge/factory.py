@@ -10,12 +10,12 @@ PROVIDERS = ("local", "openai")
 
 
 def make_judge(settings: Settings, provider: str | None = None) -> Judge:
-    """Build the judge for `provider` ("local" | "openai"; None: settings.judge.resolved_provider())."""
-    chosen = provider or settings.judge.resolved_provider()
+    """Build the judge for `provider` ("local" | "openai"; None: settings.judge_provider())."""
+    chosen = provider or settings.judge_provider()
     if chosen == "openai":
         from monitor.judge.openai_judge import OpenAIJudge
 
-        return OpenAIJudge(settings.judge)
+        return OpenAIJudge(settings)
     if chosen == "local":
         # Imported only when asked for: the embedded model's dependencies are heavier.
         from monitor.judge.student import StudentJudge

@@ -11,7 +11,7 @@ from typing import Any
 
 from openai import OpenAI
 
-from monitor.config import JudgeSettings
+from monitor.config import Settings
 from monitor.judge.base import Judge, Judgement
 from monitor.judge.prompts import JudgePrompts, load_prompts
 from monitor.judge.schema import parse_answer, response_schema
@@ -27,15 +27,15 @@ class OpenAIJudge(Judge):
     billed = True
 
     def __init__(
-        self, settings: JudgeSettings, prompts: JudgePrompts | None = None, client: OpenAI | None = None
+        self, settings: Settings, prompts: JudgePrompts | None = None, client: OpenAI | None = None
     ) -> None:
-        self.settings = settings
-        self.prompts: JudgePrompts = prompts or load_prompts(settings.prompts_dir)
-        self.model = settings.model
+        self.settings = settings.judge
+        self.prompts: JudgePrompts = prompts or load_prompts(settings.judge.prompts_dir)
+        self.model = settings.llm.model
         self.prompt_version = self.prompts.version
-        self.claims_per_call = max(1, settings.claims_per_call)
-        self.max_concurrency = max(1, settings.concurrency)
-        self.transport = ChatTransport(settings, self.name, self.prompt_version, client)
+        self.claims_per_call = max(1, settings.judge.claims_per_call)
+        self.max_concurrency = max(1, settings.llm.concurrency)
+        self.transport = ChatTransport(settings.llm, self.name, self.prompt_version, client)
 
     @property
     def mode(self) -> Mode | None:

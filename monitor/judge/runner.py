@@ -64,7 +64,7 @@ def judge_pending(
 ) -> JudgeSummary:
     """Judge every pending pair (see module docstring); returns what was done and what it cost.
 
-    When `settings.judge.token_budget` would be exceeded, no further call is started, what was judged
+    When `settings.llm.token_budget` would be exceeded, no further call is started, what was judged
     is kept, and the summary says `budget_exhausted` (the caller decides whether that is an error).
     """
     if judge is None:
@@ -109,11 +109,11 @@ def _dry_run(
     summary.calls = len(units)
     summary.completion_tokens = sum(COMPLETION_TOKENS_PER_CLAIM * len(u.pairs) for u in units)
     summary.prompt_tokens = sum(u.estimated_tokens for u in units) - summary.completion_tokens
-    # A dry run prices what `monitor judge` would do, which is a batch when judge.batch is set.
+    # A dry run prices what `monitor judge` would do, which is a batch when llm.batch is set.
     summary.cost_estimate = price(
-        settings, judge, summary.prompt_tokens, summary.completion_tokens, settings.judge.batch
+        settings, judge, summary.prompt_tokens, summary.completion_tokens, settings.llm.batch
     )
-    budget = settings.judge.token_budget
+    budget = settings.llm.token_budget
     summary.budget_exhausted = budget is not None and summary.tokens > budget
     if run is not None:
         run.add("judge", summary.as_dict())
@@ -131,7 +131,7 @@ def _notes(judge: Judge, settings: Settings, summary: JudgeSummary, writer: Asse
         )
     if summary.budget_exhausted:
         notes.append(
-            f"judge: token budget {settings.judge.token_budget} reached; "
+            f"judge: token budget {settings.llm.token_budget} reached; "
             f"{summary.not_attempted} pair(s) left pending"
         )
     return notes
@@ -204,9 +204,9 @@ def _run_units(
             units,
             call,
             finish,
-            workers=min(settings.judge.concurrency, judge.max_concurrency),
+            workers=min(settings.llm.concurrency, judge.max_concurrency),
             name="judge",
-            budget=Budget(settings.judge.token_budget, lambda: recorder.tokens, lambda u: u.estimated_tokens),
+            budget=Budget(settings.llm.token_budget, lambda: recorder.tokens, lambda u: u.estimated_tokens),
             should_stop=run.should_stop if run else None,
             before=before,
         )

@@ -110,19 +110,19 @@ class LLMScreen:
     name = "openai-screen"
 
     def __init__(self, settings: Settings, client: OpenAI | None = None) -> None:
-        judge = settings.judge
+        llm = settings.llm
         if settings.relevance.screen_model:
-            judge = judge.model_copy(update={"model": settings.relevance.screen_model})
-        if not judge.has_server():
+            llm = llm.model_copy(update={"model": settings.relevance.screen_model})
+        if not settings.llm_configured():
             raise ConfigError(
-                "relevance.screen = 'llm' needs an LLM: set judge.base_url (OPENAI_BASE_URL) or an API key "
+                "relevance.screen = 'llm' needs an LLM: set llm.base_url (OPENAI_BASE_URL) or an API key "
                 "(OPENAI_API_KEY)"
             )
-        self.prompts = load_screen_prompts(judge.prompts_dir)
+        self.prompts = load_screen_prompts(settings.judge.prompts_dir)
         self.prompt_version = self.prompts.version
-        self.model = judge.model
-        self.max_concurrency = max(1, judge.concurrency)
-        self.transport = ChatTransport(judge, self.name, self.prompt_version, client)
+        self.model = llm.model
+        self.max_concurrency = max(1, llm.concurrency)
+        self.transport = ChatTransport(llm, self.name, self.prompt_version, client)
 
     @property
     def mode(self) -> Mode | None:
@@ -226,8 +226,8 @@ def screen_pending(
     claim_ids: list[str] | None = None,
     screen: LLMScreen | None = None,
 ) -> ScreenSummary:
-    """Screen every pending pair (of `claim_ids`, default all), a paper per call, `judge.concurrency`
-    calls at once; stops cleanly on the run's stop signal or when `judge.token_budget` is spent.
+    """Screen every pending pair (of `claim_ids`, default all), a paper per call, `llm.concurrency`
+    calls at once; stops cleanly on the run's stop signal or when `llm.token_budget` is spent.
     With `relevance.screen_batch`, collect finished screen batches and submit the rest instead."""
     began = time.monotonic()
     summary = ScreenSummary()
@@ -265,7 +265,7 @@ def _screen_units(
     summary: ScreenSummary,
     run: RunRecord | None,
 ) -> None:
-    budget = settings.judge.token_budget
+    budget = settings.llm.token_budget
     if budget is not None:
         estimate_units(units, screen.prompts)
     failed: set[tuple[str, int]] = set()

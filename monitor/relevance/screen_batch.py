@@ -141,7 +141,7 @@ def _submit(
         if unit.claims:
             units.append(unit)
     estimate_units(units, screen.prompts)
-    budget = settings.judge.token_budget
+    budget = settings.llm.token_budget
     chosen, exhausted = within_budget(units, lambda u: u.estimated_tokens, budget)
     if exhausted:
         summary.stopped = f"token budget {budget} spent"

@@ -296,7 +296,7 @@ def judge_step(
     """
     from monitor.judge.runner import judge_pending
 
-    budget = settings.judge.token_budget
+    budget = settings.llm.token_budget
     scoped = settings
     if budget is not None and spent:
         left = settings.judge.model_copy(update={"token_budget": max(0, budget - spent)})
@@ -322,7 +322,7 @@ def check_judged(summary: JudgeSummary, settings: Settings, again: str) -> None:
     """
     if summary.budget_exhausted:
         raise BudgetExhausted(
-            f"token budget {settings.judge.token_budget} reached: {summary.judged} pair(s) judged and kept, "
+            f"token budget {settings.llm.token_budget} reached: {summary.judged} pair(s) judged and kept, "
             f"{summary.not_attempted} left pending; run `{again}` again to go on"
         )
     if summary.judge_unavailable:  # e.g. nothing listens at base_url: stop before verdicts and digest
