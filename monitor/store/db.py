@@ -80,6 +80,18 @@ def _v7_decisive_reviews_and_verdict_details(conn: Connection) -> None:
         conn.execute(text("ALTER TABLE verdicts ADD COLUMN details JSON"))
 
 
+def _v8_batch_stage(conn: Connection) -> None:
+    # Screen batches were told apart by a "screen:" prefix on their prompt version; a column says it now.
+    if "stage" not in {c["name"] for c in inspect(conn).get_columns("judge_batches")}:
+        conn.execute(text("ALTER TABLE judge_batches ADD COLUMN stage VARCHAR(10) NOT NULL DEFAULT 'judge'"))
+    conn.execute(
+        text(
+            "UPDATE judge_batches SET stage = 'screen', prompt_version = substr(prompt_version, 8) "
+            "WHERE prompt_version LIKE 'screen:%'"
+        )
+    )
+
+
 # Append new migrations here; never edit or reorder one that has shipped.
 MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (1, _v1_create_all),
@@ -89,6 +101,7 @@ MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (5, _v5_claim_rewordings),
     (6, _v6_judge_failures),
     (7, _v7_decisive_reviews_and_verdict_details),
+    (8, _v8_batch_stage),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
