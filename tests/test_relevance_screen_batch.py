@@ -48,8 +48,9 @@ def test_submit_wait_collect_on_a_later_run(store, llm: ScriptedLLM) -> None:
     calibration = add_claim(store, CALIBRATION)
     relevant, calib_paper = add_papers(store, [RELEVANT, CALIBRATION_PAPER])
     llm.default = keep_if(
-        lambda cid, abstract: (cid == sparsity and "subnetwork" in abstract)
-        or (cid == calibration and "Brier" in abstract)
+        lambda cid, abstract: (
+            (cid == sparsity and "subnetwork" in abstract) or (cid == calibration and "Brier" in abstract)
+        )
     )
     settings = batch_settings(llm)
 
@@ -150,7 +151,7 @@ def test_a_screen_batch_of_a_v7_store_is_a_screen_batch_after_the_upgrade(db_url
             conn.execute(
                 text(
                     "INSERT INTO judge_batches (batch_id, input_file_id, status, model, prompt_version, "
-                    "requests, pairs, submitted_at) VALUES (:b, 'file-1', 'in_progress', 'm', :v, '{}', 1, :t)"
+                    "requests, pairs, submitted_at) VALUES (:b, 'file-1', 'running', 'm', :v, '{}', 1, :t)"
                 ),
                 {"b": batch_id, "v": version, "t": dt.datetime(2026, 3, 2)},
             )
