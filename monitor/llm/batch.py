@@ -34,11 +34,6 @@ def open_batches(store: Store, stage: Stage) -> list[JudgeBatch]:
         return uncollected_batches(session, stage)
 
 
-def carried(rows: list[JudgeBatch], key: str) -> set[Any]:
-    """Every value of `key` in the pairs the open batches `rows` carry (what must not be sent again)."""
-    return {p[key] for row in rows for state in row.requests.values() for p in state["pairs"]}
-
-
 def submit(
     store: Store,
     client: OpenAI,
