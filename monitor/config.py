@@ -357,12 +357,12 @@ def _standard_env(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def _moved_keys(data: dict[str, Any]) -> dict[str, tuple[str, str]]:
+def _moved_keys(data: dict[str, Any], path: Path | None) -> dict[str, tuple[str, str]]:
     """Each `[llm]` key given by its old `[judge]` spelling (in the file or the environment), with where
     it was given and its new name: for the notice after loading and for errors to name it as written."""
     judge = data.get("judge")
     given = MOVED_TO_LLM & judge.keys() if isinstance(judge, dict) else set()
-    old = {key: ("judge." + key, "llm." + key) for key in given}
+    old = {key: (f"{path}: judge.{key}", f"llm.{key}") for key in given}
     for upper, name in sorted(_env_names().items()):
         section, _, key = upper[len(ENV_PREFIX) :].lower().partition("__")
         if section == "judge" and key in MOVED_TO_LLM:
@@ -389,7 +389,7 @@ def load_settings(explicit: str | Path | None = None) -> Settings:
         if not path.exists():
             raise ConfigError(f"{path}: config file not found")
         data = _read_toml(path)
-    old = _moved_keys(data)
+    old = _moved_keys(data, path)
     data = _standard_env(data)
     check_environment()
     try:
