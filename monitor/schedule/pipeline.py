@@ -299,8 +299,8 @@ def judge_step(
     budget = settings.llm.token_budget
     scoped = settings
     if budget is not None and spent:
-        left = settings.judge.model_copy(update={"token_budget": max(0, budget - spent)})
-        scoped = settings.model_copy(update={"judge": left})
+        left = settings.llm.model_copy(update={"token_budget": max(0, budget - spent)})
+        scoped = settings.model_copy(update={"llm": left})
     summary = judge_pending(store, scoped, judge=judge, run=run, **which)
     if shown is not None:
         shown(summary)
