@@ -8,7 +8,7 @@ every stage's summary counts of its calls, tokens and batches.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from monitor.llm.texts import ClaimText, PaperText
 
@@ -83,11 +83,3 @@ class CallCounts:
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
-
-
-@dataclass
-class Outcome:
-    """Which paper versions a pass answered and which it failed on (a failed one stays pending)."""
-
-    done: set[tuple[str, int]] = field(default_factory=set)
-    failed: set[tuple[str, int]] = field(default_factory=set)

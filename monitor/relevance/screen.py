@@ -20,6 +20,7 @@ answer schema and what it writes.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -40,7 +41,7 @@ from monitor.llm.prompts import Templates, load_templates
 from monitor.llm.recorder import ExchangeRecorder
 from monitor.llm.texts import ClaimText, PaperText, Recorder
 from monitor.llm.transport import ChatTransport, Mode, Question
-from monitor.llm.units import CallCounts, Outcome, Pair, WorkUnit, estimate_units, group_units
+from monitor.llm.units import CallCounts, Pair, WorkUnit, estimate_units, group_units
 from monitor.store import Store
 from monitor.store.candidates import count_screen_pending, pairs_to_screen, save_screen_answer
 from monitor.store.runs import RunRecord
@@ -210,7 +211,8 @@ class ScreenWriter:
 
     def __init__(self, store: Store, summary: ScreenSummary) -> None:
         self.store, self.summary = store, summary
-        self.outcome = Outcome()
+        self.done: set[tuple[str, int]] = set()  # paper versions answered
+        self.failed: set[tuple[str, int]] = set()  # paper versions with a unit that failed: still pending
 
     def parse(self, unit: WorkUnit, text: str | None) -> set[str]:
         return parse_screen(text, [c.id for c in unit.claims])
@@ -221,15 +223,15 @@ class ScreenWriter:
             save_screen_answer(session, unit.paper.arxiv_id, unit.paper.version, answer, exchange_id)
         self.summary.kept += len(kept)
         self.summary.dropped += len(unit.claims) - len(kept)
-        self.outcome.done.add(unit.paper_key)
+        self.done.add(unit.paper_key)
 
     def fail(self, unit: WorkUnit, message: str, error: MonitorError | None = None) -> None:
-        self.outcome.failed.add(unit.paper_key)
+        self.failed.add(unit.paper_key)
         self.summary.errors.append(message)
 
     def close(self) -> None:
-        self.summary.papers = len(self.outcome.done - self.outcome.failed)
-        self.summary.failed_papers = len(self.outcome.failed)
+        self.summary.papers = len(self.done - self.failed)
+        self.summary.failed_papers = len(self.failed)
 
 
 def screen_pending(
@@ -246,7 +248,9 @@ def screen_pending(
     summary = ScreenSummary()
     recorder = ExchangeRecorder(store, run.id if run is not None else None)
     writer = ScreenWriter(store, summary)
-    pending = lambda: pending_screen_units(store, settings.relevance.screen_claims_per_call, claim_ids)  # noqa: E731
+    pending = functools.partial(
+        pending_screen_units, store, settings.relevance.screen_claims_per_call, claim_ids
+    )
     if settings.relevance.screen_batch:
         _by_batch(store, settings, screen, pending, recorder, writer)
     elif units := pending():
