@@ -236,7 +236,7 @@ def settings_table(store, settings: Settings, shared: Path, teacher: Path) -> li
     out = [
         f"positives: domain_dev {n['dev']}, teacher real claims {n['teacher']} (test split {n['test']}), "
         f"weighted by draw stratum; week: 6,000 random corpus papers x {len(seeds)} claims, "
-        f"${settings.judge.price_input_per_million}/${settings.judge.price_output_per_million} per M tokens",
+        f"${settings.llm.price_input_per_million}/${settings.llm.price_output_per_million} per M tokens",
         "| setting | recall dev | recall teacher | recall teacher test | pairs | judge calls | prompt tok | "
         "completion tok | USD/week |",
         "|---|---|---|---|---|---|---|---|---|",

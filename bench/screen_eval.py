@@ -57,13 +57,13 @@ def main() -> None:
     settings.relevance.screen = "llm"
     settings.relevance.screen_share = args.screen_share
     settings.relevance.screen_claims_per_call = args.claims_per_call
-    settings.judge.base_url = args.base_url
-    settings.judge.model = args.model
-    settings.judge.timeout_seconds = args.timeout
+    settings.llm.base_url = args.base_url
+    settings.llm.model = args.model
+    settings.llm.timeout_seconds = args.timeout
     if os.environ.get("OPENAI_API_KEY"):
         from pydantic import SecretStr
 
-        settings.judge.api_key = SecretStr(os.environ["OPENAI_API_KEY"])
+        settings.llm.api_key = SecretStr(os.environ["OPENAI_API_KEY"])
 
     corpus = {}
     with (args.shared / "arxiv" / "corpus.jsonl").open(encoding="utf-8") as fh:

@@ -1,7 +1,7 @@
 """Settings: defaults, then `monitor.toml`, then `MONITOR_*` environment variables (highest).
 
 Nested keys use a double underscore in the environment: `MONITOR_JUDGE__MODEL=gpt-4o-mini`.
-The usual `OPENAI_API_KEY` / `OPENAI_BASE_URL` are honoured for the OpenAI-compatible judge, and
+The usual `OPENAI_API_KEY` / `OPENAI_BASE_URL` are honoured for the `[llm]` server, and
 `MONITOR_SMTP_PASSWORD` for mail. Secrets are `SecretStr` so they never appear in logs or reprs.
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import tomllib
 from pathlib import Path
@@ -27,6 +28,8 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from monitor.errors import ConfigError
 from monitor.progress import line_interval
+
+log = logging.getLogger(__name__)
 
 DEFAULT_CONFIG_FILE = "monitor.toml"
 ENV_PREFIX = "MONITOR_"
@@ -117,14 +120,14 @@ class RelevanceSettings(Section):
     batch_size: int = Field(default=2000, ge=1)  # paper versions scored and committed together
     # llm: the judge's OpenAI-compatible server screens a wider first cut (`screen_share` of the
     # reference sample per claim) down to the pairs worth judging, one short call per paper
-    # (see monitor/relevance/screen.py). Needs judge.base_url or an API key.
+    # (see monitor/relevance/screen.py). Needs llm.base_url or an API key.
     screen: Literal["none", "llm"] = "none"
     screen_share: float = Field(default=0.20, gt=0, le=1)
     # The first cut under a screen is wide, and there the 0.10 embedding gate costs recall (at 20% of
     # pairs: 0.862 gated, 0.931 with every title embedded; bench/relevance_bench.py --embed-gate).
     screen_embed_gate: float = Field(default=0.0, ge=0)
     screen_claims_per_call: int = Field(default=16, ge=1)  # first-cut claims of one paper per call
-    screen_model: str | None = None  # default: judge.model
+    screen_model: str | None = None  # default: llm.model
     # The screen through the OpenAI Batch API (half price, answers within 24 h), for backfills: each run
     # collects finished screen batches and submits the pending pairs no open batch carries.
     screen_batch: bool = False
@@ -144,47 +147,51 @@ class RelevanceSettings(Section):
 LLM_JUDGE_RELEVANCE: dict[str, object] = {"share": 0.10, "method": "bm25"}
 
 
-class JudgeSettings(Section):
-    """The stance judge: the embedded model (local) or any OpenAI-compatible server (openai)."""
+class LLMSettings(Section):
+    """The connection every LLM use shares: the judge, the screen, research questions, rewording, cost."""
 
-    # auto: openai when base_url or an API key is set, else the embedded local model.
-    provider: Literal["auto", "local", "openai"] = "auto"
-    model: str = "gpt-4o-mini"  # the openai provider's model name (part of every cache key)
     base_url: str | None = None  # an OpenAI-compatible server: http://127.0.0.1:8080/v1 (OPENAI_BASE_URL)
     api_key: SecretStr | None = None  # better set OPENAI_API_KEY in the environment; never logged
+    model: str = "gpt-4o-mini"  # part of every LLM judgement's cache key
     timeout_seconds: float = Field(default=60.0, gt=0)  # per HTTP request
     max_retries: int = Field(default=4, ge=0)  # retries of 429 / 5xx / timeouts per request (Retry-After)
-    concurrency: int = Field(default=4, ge=1)  # requests in flight at once
-    # claims of one paper judged in one request (they share the abstract's tokens)
-    claims_per_call: int = Field(default=4, ge=1)
-    # per run; when spent, the run stops cleanly and the rest stays pending
-    token_budget: int | None = Field(default=None, ge=1)
-    price_input_per_million: float = Field(default=0.15, ge=0)  # USD per million prompt tokens (estimates)
-    price_output_per_million: float = Field(default=0.60, ge=0)  # USD per million completion tokens
-    batch: bool = False  # `monitor judge` uses the OpenAI Batch API (half price, results within 24 h)
-    temperature: float = Field(default=0.0, ge=0, le=2)  # the OpenAI API's range
-    # auto: json_schema, then json_object with the schema (llama.cpp), then json_object, then plain text;
-    # the first the server takes is remembered for the rest of the run.
-    response_format: Literal["auto", "json_schema", "json_object_schema", "json_object", "text"] = "auto"
     backoff_seconds: float = Field(default=1.0, ge=0)  # first retry wait when the server sends no Retry-After
     max_retry_wait_seconds: float = Field(default=120.0, ge=0)  # a longer Retry-After is not waited for
     # Server failures (5xx, 429) in a row for this long stop the run (exit 6); a rerun resumes.
     server_failure_seconds: float = Field(60.0, gt=0.0, le=3600.0)
-    max_output_tokens: int = Field(default=300, ge=1)  # per claim in a call
-    prompts_dir: Path | None = None  # your own judge_*.j2 templates (default: the shipped prompts/)
+    concurrency: int = Field(default=4, ge=1)  # requests in flight at once
+    # per run, judge and screen together; when spent, the run stops cleanly and the rest stays pending
+    token_budget: int | None = Field(default=None, ge=1)
+    price_input_per_million: float = Field(default=0.15, ge=0)  # USD per million prompt tokens (estimates)
+    price_output_per_million: float = Field(default=0.60, ge=0)  # USD per million completion tokens
+    batch: bool = False  # `monitor judge` uses the OpenAI Batch API (half price, results within 24 h)
     batch_poll_seconds: float = Field(default=30.0, gt=0)  # with `monitor judge --batch --wait`
-    # A pair whose answer was invalid or refused in this many judge passes is parked: no longer asked
-    # until `--force` or `monitor retest` (0: never park).
-    park_after_failures: int = Field(3, ge=0)
+    temperature: float = Field(default=0.0, ge=0, le=2)  # the OpenAI API's range
+    # auto: json_schema, then json_object with the schema (llama.cpp), then json_object, then plain text;
+    # the first the server takes is remembered for the rest of the run.
+    response_format: Literal["auto", "json_schema", "json_object_schema", "json_object", "text"] = "auto"
 
-    def has_server(self) -> bool:
+    def configured(self) -> bool:
         """An OpenAI-compatible server is configured (a base URL or an API key)."""
         return bool(self.base_url or self.api_key)
 
-    def resolved_provider(self) -> Literal["local", "openai"]:
-        if self.provider != "auto":
-            return self.provider
-        return "openai" if self.has_server() else "local"
+
+# Keys that moved from [judge] to [llm]: the old spelling still loads, with a notice (Settings._moved).
+MOVED_TO_LLM = frozenset(LLMSettings.model_fields)
+
+
+class JudgeSettings(Section):
+    """The stance judge: the embedded model (local) or the [llm] server (openai)."""
+
+    # auto: openai when llm.base_url or an API key is set, else the embedded local model.
+    provider: Literal["auto", "local", "openai"] = "auto"
+    # claims of one paper judged in one request (they share the abstract's tokens)
+    claims_per_call: int = Field(default=4, ge=1)
+    max_output_tokens: int = Field(default=300, ge=1)  # per claim in a call
+    prompts_dir: Path | None = None  # your own *.j2 templates (default: the shipped prompts/)
+    # A pair whose answer was invalid or refused in this many judge passes is parked: no longer asked
+    # until `--force` or `monitor retest` (0: never park).
+    park_after_failures: int = Field(3, ge=0)
 
 
 Stance = Literal["SUPPORTS", "RELAXES", "OVERTURNS"]
@@ -309,6 +316,7 @@ class Settings(BaseSettings):
     paths: PathSettings = Field(default_factory=PathSettings)
     arxiv: ArxivSettings = Field(default_factory=ArxivSettings)
     relevance: RelevanceSettings = Field(default_factory=RelevanceSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
     judge: JudgeSettings = Field(default_factory=JudgeSettings)
     verdicts: VerdictSettings = Field(default_factory=VerdictSettings)
     report: ReportSettings = Field(default_factory=ReportSettings)
@@ -328,9 +336,33 @@ class Settings(BaseSettings):
         # init kwargs carry the parsed TOML file (see load_settings), so env overrides it.
         return (env_settings, init_settings)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, data: Any) -> Any:
+        """Old `[judge]` spellings of `[llm]` keys still load; a new key given too wins."""
+        judge = data.get("judge") if isinstance(data, dict) else None
+        if not isinstance(judge, dict) or not MOVED_TO_LLM & judge.keys():
+            return data
+        data, judge = dict(data), dict(judge)
+        llm = dict(data.get("llm") or {})
+        for key in MOVED_TO_LLM & judge.keys():
+            llm.setdefault(key, judge.pop(key))
+        data["judge"], data["llm"] = judge, llm
+        return data
+
+    def llm_configured(self) -> bool:
+        """Whether an LLM server is configured: the one question every LLM use asks."""
+        return self.llm.configured()
+
+    def judge_provider(self) -> Literal["local", "openai"]:
+        """The judge in force: `judge.provider`, or under "auto" openai exactly when an LLM is configured."""
+        if self.judge.provider != "auto":
+            return self.judge.provider
+        return "openai" if self.llm_configured() else "local"
+
     def relevance_in_force(self) -> RelevanceSettings:
         """relevance as the judge in force resolves it (RelevanceSettings.resolved)."""
-        return self.relevance.resolved(self.judge.resolved_provider())
+        return self.relevance.resolved(self.judge_provider())
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -346,17 +378,33 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 
 def _standard_env(data: dict[str, Any]) -> dict[str, Any]:
-    """Fold the conventional OpenAI and SMTP variables in, below MONITOR_* ones."""
-    judge = data.setdefault("judge", {})
-    if os.environ.get("OPENAI_API_KEY") and "MONITOR_JUDGE__API_KEY" not in os.environ:
-        judge.setdefault("api_key", os.environ["OPENAI_API_KEY"])
-    if os.environ.get("OPENAI_BASE_URL") and "MONITOR_JUDGE__BASE_URL" not in os.environ:
-        judge.setdefault("base_url", os.environ["OPENAI_BASE_URL"])
+    """Fold the conventional OpenAI and SMTP variables in, below MONITOR_* ones and the file's keys."""
+    for key, variable in (("api_key", "OPENAI_API_KEY"), ("base_url", "OPENAI_BASE_URL")):
+        given = any(isinstance(data.get(s), dict) and key in data[s] for s in ("llm", "judge"))
+        overridden = {f"MONITOR_LLM__{key.upper()}", f"MONITOR_JUDGE__{key.upper()}"} & set(os.environ)
+        if (
+            os.environ.get(variable)
+            and not given
+            and not overridden
+            and isinstance(data.get("llm", {}), dict)
+        ):
+            data.setdefault("llm", {})[key] = os.environ[variable]
     if os.environ.get("MONITOR_SMTP_PASSWORD"):
         data.setdefault("email", {}).setdefault("password", os.environ["MONITOR_SMTP_PASSWORD"])
-    if not judge:
-        data.pop("judge")
     return data
+
+
+def _moved_keys(data: dict[str, Any], path: Path | None) -> dict[str, tuple[str, str]]:
+    """Each `[llm]` key given by its old `[judge]` spelling (in the file or the environment), with where
+    it was given and its new name: for the notice after loading and for errors to name it as written."""
+    judge = data.get("judge")
+    given = MOVED_TO_LLM & judge.keys() if isinstance(judge, dict) else set()
+    old = {key: (f"{path}: judge.{key}", f"llm.{key}") for key in given}
+    for upper, name in sorted(_env_names().items()):
+        section, _, key = upper[len(ENV_PREFIX) :].lower().partition("__")
+        if section == "judge" and key in MOVED_TO_LLM:
+            old[key] = (f"environment variable {name}", f"{ENV_PREFIX}LLM__{key.upper()}")
+    return old
 
 
 def config_path(explicit: str | Path | None = None) -> Path | None:
@@ -383,10 +431,11 @@ def load_settings(explicit: str | Path | None = None) -> Settings:
             raise ConfigError(
                 f"{path}: [web] token: set MONITOR_WEB__TOKEN in the environment, not in a file"
             )
+    old = _moved_keys(data, path)
     data = _standard_env(data)
     check_environment(_webhook_url_variables(data))
     try:
-        return Settings(**data)
+        settings = Settings(**data)
     except SettingsError as exc:
         # A list or table value that is not JSON; pydantic-settings names only the section.
         section = exc.args[0].split('"')[1] if exc.args and '"' in str(exc.args[0]) else ""
@@ -397,8 +446,12 @@ def load_settings(explicit: str | Path | None = None) -> Settings:
         ) from None
     except ValidationError as exc:
         where = str(path) if path else "environment"
-        problems = "; ".join(_problem(err) for err in exc.errors())
+        problems = "; ".join(_problem(err, old) for err in exc.errors())
         raise ConfigError(f"{where}: invalid configuration: {problems}") from None
+    # After loading, so that a configuration error stays the one line the user reads.
+    for where, new in old.values():
+        log.warning("%s is now %s (the old name still loads)", where, new)
+    return settings
 
 
 def _env_names() -> dict[str, str]:
@@ -446,13 +499,18 @@ def check_environment(allowed: frozenset[str] = frozenset()) -> None:
                     f"environment variable {name}: must be a JSON object of {section} settings; "
                     f"for one key use {ENV_PREFIX}{section.upper()}__KEY"
                 )
+        elif section == "judge" and key in MOVED_TO_LLM:
+            continue  # an old spelling: Settings._moved moves it to [llm] with a notice
         elif isinstance(model, type) and issubclass(model, BaseModel) and key not in model.model_fields:
             raise ConfigError(f"environment variable {name}: unknown key {section}.{key}")
 
 
-def _problem(err: Any) -> str:
-    """One validation problem, naming the environment variable when the value came from one."""
+def _problem(err: Any, old: dict[str, tuple[str, str]]) -> str:
+    """One validation problem, naming the environment variable when the value came from one, and an
+    `[llm]` key by its old `[judge]` spelling (`old`) when the user wrote that."""
     loc = [str(p) for p in err["loc"]]
+    if loc[:1] == ["llm"] and len(loc) >= 2 and loc[1] in old:
+        loc[0] = "judge"
     text = f"{'.'.join(loc)}: {_explain(err)}"
     if len(loc) >= 2:
         variable = f"{ENV_PREFIX}{loc[0]}__{loc[1]}".upper()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from schema_fixtures import load_schema
 from sqlalchemy import inspect, text
 
 from monitor.judge.evaluate import Pair, Prediction, operating_point
@@ -54,11 +55,7 @@ def test_eval_scores_stated_labels_apart_from_abstentions() -> None:
 
 
 def test_a_v2_store_gains_the_abstained_column(db_url: str) -> None:
-    store = open_store(db_url)
-    with store.engine.begin() as conn:
-        conn.execute(text("ALTER TABLE assessments DROP COLUMN abstained"))
-        conn.execute(text("UPDATE schema_version SET version = 2"))
-    store.close()
+    load_schema(db_url, 2)
     store = open_store(db_url)  # migrates
     with store.engine.connect() as conn:
         columns = {c["name"] for c in inspect(conn).get_columns("assessments")}

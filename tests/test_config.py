@@ -52,7 +52,7 @@ def test_known_variables_still_apply(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     monkeypatch.setenv("MONITOR_VERDICTS__PRECISION", '{"local": {"SUPPORTS": 0.5}}')
     monkeypatch.setenv("MONITOR_EMAIL", '{"port": 2525}')
     settings = load_settings()
-    assert settings.judge.model == "my-model"
+    assert settings.llm.model == "my-model"  # judge.model moved to llm.model; the old name still loads
     assert settings.verdicts.precision == {"local": {"SUPPORTS": 0.5}}
     assert settings.email.port == 2525
 
@@ -143,7 +143,7 @@ def test_relevance_cut_follows_the_judge(monkeypatch: pytest.MonkeyPatch, tmp_pa
     assert load_settings().relevance_in_force().share == 0.02
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     llm = load_settings()
-    assert llm.judge.resolved_provider() == "openai"
+    assert llm.judge_provider() == "openai"
     assert llm.relevance_in_force().share == LLM_JUDGE_RELEVANCE["share"] == 0.10
     assert llm.relevance_in_force().method == "bm25"  # as good as the hybrid at 10%, no embedding model
     assert llm.relevance.share == 0.02  # the raw setting is untouched; only what is in force differs
@@ -163,3 +163,55 @@ def test_relevance_cut_follows_the_judge(monkeypatch: pytest.MonkeyPatch, tmp_pa
     monkeypatch.delenv("MONITOR_RELEVANCE__SCREEN")
     monkeypatch.setenv("MONITOR_JUDGE__PROVIDER", "local")
     assert load_settings().relevance_in_force().share == 0.02
+
+
+def test_old_judge_keys_of_the_llm_section_still_load_with_a_notice_naming_the_new_key(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "MONITOR_LLM__MODEL", "MONITOR_JUDGE__PROVIDER"):
+        monkeypatch.delenv(name, raising=False)
+    path = tmp_path / "monitor.toml"
+    path.write_text(
+        '[judge]\nbase_url = "http://127.0.0.1:9/v1"\nconcurrency = 2\nclaims_per_call = 3\n'
+        "[llm]\ntimeout_seconds = 7\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("MONITOR_JUDGE__MODEL", "old-spelling")
+    with caplog.at_level("WARNING", logger="monitor.config"):
+        settings = load_settings(path)
+    assert (settings.llm.base_url, settings.llm.concurrency, settings.llm.model) == (
+        "http://127.0.0.1:9/v1",
+        2,
+        "old-spelling",
+    )
+    assert settings.llm.timeout_seconds == 7 and settings.judge.claims_per_call == 3
+    assert settings.llm_configured() and settings.judge_provider() == "openai"
+    notices = [r.getMessage() for r in caplog.records]
+    assert f"{path}: judge.base_url is now llm.base_url (the old name still loads)" in notices
+    assert f"{path}: judge.concurrency is now llm.concurrency (the old name still loads)" in notices
+    assert (
+        "environment variable MONITOR_JUDGE__MODEL is now MONITOR_LLM__MODEL (the old name still loads)"
+        in (notices)
+    )
+    assert not any("claims_per_call" in n for n in notices)  # still the judge's own key
+
+    # The new spelling wins over the old one, and an unconfigured [llm] means the embedded judge.
+    path.write_text('[judge]\nmodel = "old"\n[llm]\nmodel = "new"\n', encoding="utf-8")
+    monkeypatch.delenv("MONITOR_JUDGE__MODEL")
+    settings = load_settings(path)
+    assert settings.llm.model == "new"
+    assert not settings.llm_configured() and settings.judge_provider() == "local"
+
+
+def test_init_lists_the_llm_section_and_the_judge_keeps_its_own_keys() -> None:
+    from monitor.scaffold import render_config
+
+    text = render_config()
+    llm = text.split("\n[llm]\n", 1)[1].split("\n[", 1)[0]
+    judge = text.split("\n[judge]\n", 1)[1].split("\n[", 1)[0]
+    for key in ("base_url", "model", "api_key", "concurrency", "timeout_seconds", "token_budget", "batch"):
+        assert f"# {key} =" in llm and f"env: MONITOR_LLM__{key.upper()}" in llm
+        assert f"# {key} =" not in judge
+    for key in ("provider", "claims_per_call", "park_after_failures", "prompts_dir"):
+        assert f"# {key} =" in judge

@@ -34,8 +34,8 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _judge(path: Path) -> dict[str, object]:
-    return tomllib.loads(path.read_text())["judge"]
+def _llm_section(path: Path) -> dict[str, object]:
+    return tomllib.loads(path.read_text())["llm"]
 
 
 def test_init_finds_the_llama_server_and_writes_its_judge_settings(
@@ -44,9 +44,9 @@ def test_init_finds_the_llama_server_and_writes_its_judge_settings(
     done = bare_monitor("init", "--no-import", "--port", _port(llama_server.url), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert f"at {llama_server.url}: smollm2" in done.stdout, done.stdout
-    assert "judge.model = 'smollm2'" in done.stdout
+    assert "llm.model = 'smollm2'" in done.stdout
     written = tmp_path / "monitor.toml"
-    assert _judge(written) == {
+    assert _llm_section(written) == {
         "base_url": llama_server.url,
         "model": "smollm2",
         "concurrency": 1,
@@ -55,7 +55,7 @@ def test_init_finds_the_llama_server_and_writes_its_judge_settings(
     why = f"# found by `monitor init`: OpenAI-compatible at {llama_server.url}"
     assert f"{why} (default: 4)\nconcurrency = 1" in written.read_text()
     settings = load_settings(written)
-    assert settings.judge.resolved_provider() == "openai" and settings.judge.concurrency == 1
+    assert settings.judge_provider() == "openai" and settings.llm.concurrency == 1
     # No server on the ports asked: the file is the commented defaults, the embedded judge in force.
     other = tmp_path / "other"
     other.mkdir()
@@ -84,7 +84,7 @@ def test_doctor_reports_and_writes_the_llama_servers_settings_keeping_comments(
     assert f"local LLM server: OpenAI-compatible at {llama_server.url}: smollm2" in out
     assert "judge settings for it" not in out  # the OpenAI API is the user's choice
     asked = bare_monitor("doctor", "--port", port, cwd=tmp_path)
-    assert "judge settings for it: judge.base_url" in asked.stdout
+    assert "judge settings for it: llm.base_url" in asked.stdout
     assert "monitor doctor --write" in asked.stdout
     assert config.read_text() == before  # not a terminal and no --write: nothing written
     wrote = bare_monitor("doctor", "--port", port, "--write", cwd=tmp_path)
@@ -92,7 +92,7 @@ def test_doctor_reports_and_writes_the_llama_servers_settings_keeping_comments(
     assert "judge: the embedded model" in wrote.stdout and "API key: not set" in wrote.stdout
     assert "wrote the judge settings into monitor.toml" in wrote.stdout
     text = config.read_text()
-    assert _judge(config) == {
+    assert _llm_section(config) == {
         "base_url": llama_server.url,
         "model": "smollm2",
         "concurrency": 1,
@@ -100,7 +100,7 @@ def test_doctor_reports_and_writes_the_llama_servers_settings_keeping_comments(
     }
     # Every line of the file is still there, comments and commented defaults included.
     assert [line for line in before.splitlines() if line not in text.splitlines()] == []
-    assert load_settings(config).judge.resolved_provider() == "openai"
+    assert load_settings(config).judge_provider() == "openai"
     again = bare_monitor("doctor", "--port", port, cwd=tmp_path)
     assert f"judge: openai, model smollm2 at {llama_server.url}" in again.stdout
     assert "the server answers and serves the model" in again.stdout
@@ -116,13 +116,13 @@ def test_several_models_pick_a_chat_model_and_llama_cpp_slots_set_the_concurrenc
         [server] = find_servers([port]).servers
         assert server.model == "qwen2.5:7b-instruct"
         assert server.other_models == ["nomic-embed-text:latest", "llama3.1:8b"]
-        assert server.judge_settings()["concurrency"] == 3
+        assert server.llm_settings()["concurrency"] == 3
         done = bare_monitor("doctor", "--port", str(port), "--write", cwd=tmp_path)
         assert done.returncode == 0, done.stderr
         assert "other models it serves: nomic-embed-text:latest, llama3.1:8b" in done.stdout
         assert "3 slot(s)" in done.stdout
         # No monitor.toml yet: the whole commented file, with the judge's settings set.
-        assert _judge(tmp_path / "monitor.toml") == {
+        assert _llm_section(tmp_path / "monitor.toml") == {
             "base_url": llm.url,
             "model": "qwen2.5:7b-instruct",
             "concurrency": 3,
@@ -133,7 +133,7 @@ def test_several_models_pick_a_chat_model_and_llama_cpp_slots_set_the_concurrenc
 def test_a_configured_server_that_is_gone_is_named_and_nothing_listening_costs_little(tmp_path: Path) -> None:
     dead = f"http://127.0.0.1:{_free_port()}/v1"
     config = tmp_path / "monitor.toml"
-    config.write_text(f'[judge]\nbase_url = "{dead}"  # my server\nmodel = "qwen"\n')
+    config.write_text(f'[llm]\nbase_url = "{dead}"  # my server\nmodel = "qwen"\n')
     started = time.monotonic()
     done = bare_monitor("doctor", "--port", str(_free_port()), "--port", str(_free_port()), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -148,15 +148,15 @@ def test_a_configured_server_that_is_gone_is_named_and_nothing_listening_costs_l
 
 def test_update_config_sets_keys_in_place_and_refuses_a_result_that_would_not_load(tmp_path: Path) -> None:
     config = tmp_path / "monitor.toml"
-    config.write_text('# mine\n[judge]\nmodel = "old"  # keep this comment\n\n[report]\nperiod = "month"\n')
-    update_config(config, {"judge": {"model": "new", "concurrency": 1}}, "set by a test")
+    config.write_text('# mine\n[llm]\nmodel = "old"  # keep this comment\n\n[report]\nperiod = "month"\n')
+    update_config(config, {"llm": {"model": "new", "concurrency": 1}}, "set by a test")
     text = config.read_text()
     assert 'model = "new"  # keep this comment' in text and text.startswith("# mine\n")
     assert re.search(r"# set by a test\nconcurrency = 1\n", text)
     assert tomllib.loads(text)["report"] == {"period": "month"}
     before = config.read_text()
     try:
-        update_config(config, {"judge": {"concurrency": "many"}}, "bad")
+        update_config(config, {"llm": {"concurrency": "many"}}, "bad")
     except Exception as exc:  # noqa: BLE001 - the type is checked below
         assert type(exc).__name__ == "ConfigError" and "would not load" in str(exc)
     else:

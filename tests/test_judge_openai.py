@@ -10,7 +10,7 @@ import pytest
 from llm_server import Reply, ScriptedLLM, answer, completion, error_body
 from pydantic import SecretStr
 
-from monitor.config import JudgeSettings
+from monitor.config import Settings
 from monitor.errors import JudgeError
 from monitor.judge.openai_judge import OpenAIJudge
 from monitor.llm.texts import ClaimText, Exchange, PaperText
@@ -42,7 +42,7 @@ def make_judge(llm: ScriptedLLM, **overrides: Any) -> OpenAIJudge:
         "backoff_seconds": 0.01,
     }
     options.update(overrides)
-    return OpenAIJudge(JudgeSettings(**options))
+    return OpenAIJudge(Settings(judge=options))
 
 
 class ListRecorder:

@@ -16,6 +16,7 @@ import pytest
 from llm_server import Reply, ScriptedLLM, answer, answering, completion
 from pydantic import SecretStr
 from rich.console import Console
+from schema_fixtures import load_schema
 from sqlalchemy import func, select
 
 from monitor.config import Settings
@@ -460,13 +461,9 @@ def test_a_version_5_store_gains_the_failures_table(db_url: str) -> None:
 
     from monitor.store import SCHEMA_VERSION, open_store
 
-    old = open_store(db_url)
-    with old.engine.begin() as conn:
-        conn.execute(text("DROP TABLE judge_failures"))
-        conn.execute(text("UPDATE schema_version SET version = 5"))
-    old.close()
+    load_schema(db_url, 5)
     upgraded = open_store(db_url)
     with upgraded.engine.connect() as conn:
         assert inspect(conn).has_table("judge_failures")
-        assert conn.execute(text("SELECT version FROM schema_version")).scalar() == SCHEMA_VERSION == 6
+        assert conn.execute(text("SELECT version FROM schema_version")).scalar() == SCHEMA_VERSION
     upgraded.close()

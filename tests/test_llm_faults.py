@@ -17,7 +17,7 @@ from ops_helpers import make_settings, monitor, write_config, write_snapshot
 from pydantic import SecretStr
 from sqlalchemy import func, select
 
-from monitor.config import JudgeSettings
+from monitor.config import Settings
 from monitor.judge.openai_judge import OpenAIJudge
 from monitor.judge.runner import judge_pending
 from monitor.llm.answers import AnswerRejected
@@ -63,7 +63,7 @@ def direct_judge(llm: ScriptedLLM, **extra: Any) -> OpenAIJudge:
     options = judge_options(llm, **{"backoff_seconds": 0.01, "max_retries": 2, **extra})
     options.pop("provider")
     options["api_key"] = SecretStr(options["api_key"])
-    return OpenAIJudge(JudgeSettings(**options))
+    return OpenAIJudge(Settings(judge=options))
 
 
 # --- a server that keeps failing: the failure breaker ---------------------------------------------

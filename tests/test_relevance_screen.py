@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from llm_server import Reply, ScriptedLLM, completion, error_body
 from pydantic import SecretStr
+from schema_fixtures import load_schema
 from sqlalchemy import inspect, select, text
 from test_relevance import CALIBRATION, RELEVANT, SPARSITY, add_claim, add_papers, filler
 
@@ -41,19 +42,19 @@ def llm() -> Iterator[ScriptedLLM]:
         yield server
 
 
-def screen_settings(llm: ScriptedLLM, **judge: Any) -> Settings:
+def screen_settings(llm: ScriptedLLM, **llm_options: Any) -> Settings:
     s = Settings()
     s.relevance.method = "bm25"
     s.relevance.screen = "llm"
     s.relevance.screen_share = 1.0  # every pair sharing a word with its claim reaches the screen
-    s.judge.base_url = llm.url
-    s.judge.api_key = SecretStr(SECRET)
-    s.judge.model = "scripted-model"
-    s.judge.timeout_seconds = 5.0
-    s.judge.max_retries = 2
-    s.judge.backoff_seconds = 0.01
-    for key, value in judge.items():
-        setattr(s.judge, key, value)
+    s.llm.base_url = llm.url
+    s.llm.api_key = SecretStr(SECRET)
+    s.llm.model = "scripted-model"
+    s.llm.timeout_seconds = 5.0
+    s.llm.max_retries = 2
+    s.llm.backoff_seconds = 0.01
+    for key, value in llm_options.items():
+        setattr(s.llm, key, value)
     return s
 
 
@@ -204,8 +205,8 @@ def test_screen_needs_an_llm(store) -> None:
     settings = Settings()
     settings.relevance.method = "bm25"
     settings.relevance.screen = "llm"
-    settings.judge.base_url = None
-    settings.judge.api_key = None
+    settings.llm.base_url = None
+    settings.llm.api_key = None
     with pytest.raises(ConfigError, match="relevance.screen = 'llm' needs an LLM"):
         select_candidates(store, settings)
     # The first cut is committed before the screen is asked for: fixing the config resumes there.
@@ -245,13 +246,7 @@ def test_judge_dry_run_estimates_the_screen_and_calls_nothing(
 
 
 def test_v1_store_gains_the_screen_columns(db_url: str) -> None:
-    store = open_store(db_url)
-    with store.engine.begin() as conn:
-        conn.execute(text("DROP INDEX ix_candidates_screen"))
-        conn.execute(text("ALTER TABLE candidates DROP COLUMN screen"))
-        conn.execute(text("ALTER TABLE candidates DROP COLUMN screen_exchange_id"))
-        conn.execute(text("UPDATE schema_version SET version = 1"))
-    store.close()
+    load_schema(db_url, 1)
     store = open_store(db_url)  # migrates
     with store.engine.connect() as conn:
         columns = {c["name"] for c in inspect(conn).get_columns("candidates")}

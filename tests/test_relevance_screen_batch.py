@@ -3,13 +3,15 @@ endpoints: submit, nothing submitted twice, collect on a later run, failures sta
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from llm_server import Reply, ScriptedLLM, completion
-from sqlalchemy import select
+from schema_fixtures import load_schema
+from sqlalchemy import create_engine, select, text
 from test_relevance import CALIBRATION, RELEVANT, SPARSITY, add_claim, add_papers
 from test_relevance_screen import CALIBRATION_PAPER, SECRET, asked, keep_if, screen_settings, screen_states
 
@@ -18,6 +20,7 @@ from monitor.judge.work import pending_units
 from monitor.llm.batch import open_batches
 from monitor.relevance import select_candidates
 from monitor.relevance.screen import estimate_screen, load_screen_prompts
+from monitor.store import SCHEMA_VERSION, open_store
 from monitor.store.records import JudgeBatch, LLMExchange
 
 
@@ -46,8 +49,9 @@ def test_submit_wait_collect_on_a_later_run(store, llm: ScriptedLLM) -> None:
     calibration = add_claim(store, CALIBRATION)
     relevant, calib_paper = add_papers(store, [RELEVANT, CALIBRATION_PAPER])
     llm.default = keep_if(
-        lambda cid, abstract: (cid == sparsity and "subnetwork" in abstract)
-        or (cid == calibration and "Brier" in abstract)
+        lambda cid, abstract: (
+            (cid == sparsity and "subnetwork" in abstract) or (cid == calibration and "Brier" in abstract)
+        )
     )
     settings = batch_settings(llm)
 
@@ -60,7 +64,7 @@ def test_submit_wait_collect_on_a_later_run(store, llm: ScriptedLLM) -> None:
     assert judge_pairs(store) == set()  # pending pairs are not the judge's yet
     with store.session() as s:
         row = s.scalars(select(JudgeBatch)).one()
-    assert row.prompt_version == "screen:" + load_screen_prompts().version and row.pairs == 4
+    assert (row.stage, row.prompt_version, row.pairs) == ("screen", load_screen_prompts().version, 4)
     assert open_batches(store, "judge") == []  # `monitor judge --batch` leaves it alone
 
     # A rerun before the batch finishes submits nothing again.
@@ -133,8 +137,33 @@ def test_dry_run_prices_the_screen_at_batch_rates(store, llm: ScriptedLLM) -> No
     select_candidates(store, live, screen=False)  # the first cut only: pairs pending, nothing called
     batch = batch_settings(llm)
     for settings in (live, batch):  # a dollar a token, so the rounded estimates compare exactly
-        settings.judge.price_input_per_million = settings.judge.price_output_per_million = 1e6
+        settings.llm.price_input_per_million = settings.llm.price_output_per_million = 1e6
     at_live, at_batch = estimate_screen(store, live), estimate_screen(store, batch)
     assert at_live["calls"] == at_batch["calls"] == 2 and llm.requests == []
     tokens = int(at_live["prompt_tokens"]) + int(at_live["completion_tokens"])  # type: ignore[call-overload]
     assert at_live["cost_estimate"] == tokens and at_batch["cost_estimate"] == pytest.approx(tokens / 2)
+
+
+def test_a_screen_batch_of_a_v8_store_is_a_screen_batch_after_the_upgrade(db_url: str) -> None:
+    load_schema(db_url, 8)  # the last version whose screen batches carried a "screen:" prefix
+    engine = create_engine(db_url)
+    with engine.begin() as conn:
+        for batch_id, version in (("batch-s", "screen:abc123"), ("batch-j", "def456")):
+            conn.execute(
+                text(
+                    "INSERT INTO judge_batches (batch_id, input_file_id, status, model, prompt_version, "
+                    "requests, pairs, submitted_at) VALUES (:b, 'file-1', 'running', 'm', :v, '{}', 1, :t)"
+                ),
+                {"b": batch_id, "v": version, "t": dt.datetime(2026, 3, 2)},
+            )
+    engine.dispose()
+    store = open_store(db_url)  # migrates
+    try:
+        screen, judge = open_batches(store, "screen"), open_batches(store, "judge")
+        with store.engine.connect() as conn:
+            version = conn.execute(text("SELECT version FROM schema_version")).scalar()
+    finally:
+        store.close()
+    assert [(b.batch_id, b.stage, b.prompt_version) for b in screen] == [("batch-s", "screen", "abc123")]
+    assert [(b.batch_id, b.stage, b.prompt_version) for b in judge] == [("batch-j", "judge", "def456")]
+    assert version == SCHEMA_VERSION

@@ -92,9 +92,9 @@ def llm() -> Iterator[Server]:
 def llm_settings(server: Server) -> Settings:
     settings = Settings()
     settings.judge.provider = "openai"
-    settings.judge.base_url = server.url
-    settings.judge.model = "test-model"
-    settings.judge.max_retries = 0
+    settings.llm.base_url = server.url
+    settings.llm.model = "test-model"
+    settings.llm.max_retries = 0
     return settings
 
 
@@ -197,8 +197,8 @@ def test_questions_no_line_can_get_are_explained_once_for_the_whole_digest(lite,
     turned_off = llm_settings(llm)
     turned_off.report.research_questions = False
     cases = [
-        (Settings(), WEEK, "Research questions need an LLM judge: set judge.base"),
-        (Settings(), resolve_period("2026-03"), "Research questions need an LLM judge: set judge.base"),
+        (Settings(), WEEK, "Research questions need an LLM judge: set llm.base"),
+        (Settings(), resolve_period("2026-03"), "Research questions need an LLM judge: set llm.base"),
         (turned_off, WEEK, "Research questions are turned off (report.research_questions)."),
         (llm_settings(llm), resolve_period("2026-W10"), "No line has new evidence this period"),
     ]

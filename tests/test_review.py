@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from digest_world import TRUSTED_ENV, World, trusted_settings
+from schema_fixtures import load_schema
 from sqlalchemy import text
 
 from monitor.errors import UsageError
@@ -189,11 +190,7 @@ def test_quote_is_highlighted_inside_the_abstract() -> None:
 
 
 def test_a_v3_store_gains_the_reviews_table(db_url: str) -> None:
-    store = open_store(db_url)
-    with store.engine.begin() as conn:
-        conn.execute(text("DROP TABLE reviews"))
-        conn.execute(text("UPDATE schema_version SET version = 3"))
-    store.close()
+    load_schema(db_url, 3)
     store = open_store(db_url)  # migrates
     with store.engine.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM reviews")).scalar() == 0

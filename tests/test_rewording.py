@@ -50,7 +50,7 @@ def llm() -> Iterator[ScriptedLLM]:
 def llm_settings(llm: ScriptedLLM, **judge: Any) -> Settings:
     base = trusted_settings()
     options = {"base_url": llm.url, "model": "scripted-model", "max_retries": 0, "timeout_seconds": 5.0}
-    return base.model_copy(update={"judge": base.judge.model_copy(update={**options, **judge})})
+    return base.model_copy(update={"llm": base.llm.model_copy(update={**options, **judge})})
 
 
 def reply(

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import pg_schema_url
 from ops_helpers import env, wait_paused, write_config
+from schema_fixtures import load_schema
 from sqlalchemy import create_engine, inspect
 
 from monitor.store import SCHEMA_VERSION, open_store
@@ -88,11 +89,6 @@ def test_two_first_runs_on_a_fresh_database_never_fail_on_the_schema(tmp_path: P
         store.close()
 
 
-# DDL of a store of every earlier schema version as that version's code created it (tests/fixtures/schemas:
-# SQLite read back from a real store, PostgreSQL compiled from that code's models).
-SCHEMAS = Path(__file__).resolve().parent / "fixtures" / "schemas"
-
-
 def _schema(url: str) -> dict[str, object]:
     """Tables, columns, keys and indexes, as the database reports them."""
     engine = create_engine(url)
@@ -131,14 +127,9 @@ def _models_schema(url: str, tmp_path: Path) -> dict[str, object]:
 
 
 def _load(url: str, version: int) -> None:
-    dialect = "sqlite" if url.startswith("sqlite") else "postgresql"
-    script = (SCHEMAS / f"v{version}.{dialect}.sql").read_text(encoding="utf-8")
-    body = "\n".join(line for line in script.splitlines() if not line.startswith("--"))
+    load_schema(url, version)
     engine = create_engine(url)
     with engine.begin() as conn:
-        for statement in body.split(";"):
-            if statement.strip():
-                conn.exec_driver_sql(statement)
         conn.exec_driver_sql(
             "INSERT INTO claims (id, text, kind, date_approximate, topics, created_at) "
             "VALUES ('c1', 'a claim kept across upgrades', 'dated', FALSE, '[]', '2026-11-20 00:00:00')"

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from schema_fixtures import load_schema
 from sqlalchemy import text
 from starlette.testclient import TestClient
 from web_world import SCRIPT_PAPER, SCRIPT_QUOTE, TOKEN, board_settings, fill
@@ -150,11 +151,7 @@ def test_without_a_token_the_board_is_read_only(world) -> None:
 
 
 def test_migration_8_adds_the_reviewer_column_to_an_older_store(db_url) -> None:
-    store = open_store(db_url)
-    with store.engine.begin() as conn:
-        conn.execute(text("ALTER TABLE reviews DROP COLUMN reviewer"))
-        conn.execute(text("UPDATE schema_version SET version = 7"))
-    store.close()
+    load_schema(db_url, 7)
     again = open_store(db_url)
     with again.engine.connect() as conn:
         assert conn.execute(text("SELECT version FROM schema_version")).scalar() == SCHEMA_VERSION

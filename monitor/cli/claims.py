@@ -52,10 +52,10 @@ def init_command(
         write_config(target, force=force)
         console.print(f"wrote {target} (every setting, commented, with its default)", highlight=False)
     else:
-        judge = server.judge_settings()
+        chosen = {"llm": server.llm_settings()}
         why = f"found by `monitor init`: {server.kind} at {server.base_url}"
-        write_config(target, force=force, chosen={"judge": judge}, why=why)
-        print_chosen(console, judge, server.other_models)
+        write_config(target, force=force, chosen=chosen, why=why)
+        print_chosen(console, chosen, server.other_models)
         console.print(f"wrote {target} (every setting, commented; the judge's set)", highlight=False)
     fresh = AppContext(config=str(target), db_url=app_ctx.db_url)
     ctx.obj = fresh

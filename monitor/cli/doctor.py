@@ -33,12 +33,13 @@ def print_detection(out: Console, detection: Detection) -> None:
         out.print(f"local LLM server: {server.kind} at {server.base_url}: {models}{slots}", highlight=False)
 
 
-def print_chosen(out: Console, settings: dict[str, Any], others: list[str]) -> None:
-    shown = ", ".join(f"judge.{k} = {v!r}" for k, v in settings.items())
+def print_chosen(out: Console, chosen: dict[str, dict[str, Any]], others: list[str]) -> None:
+    pairs = [(f"{section}.{key}", value) for section, kv in chosen.items() for key, value in kv.items()]
+    shown = ", ".join(f"{name} = {value!r}" for name, value in pairs)
     out.print(f"judge settings for it: {escape(shown)}", highlight=False, soft_wrap=True)
     if others:
         listed = escape(", ".join(others))
-        out.print(f"other models it serves: {listed} (set judge.model to use one)", highlight=False)
+        out.print(f"other models it serves: {listed} (set llm.model to use one)", highlight=False)
 
 
 def _server_state(judge: JudgeCheck) -> str | None:
@@ -109,5 +110,5 @@ def doctor_command(
         if not typer.confirm(f"write them into {target}?", default=False):
             return
     why = f"set by `monitor doctor`: {health.server.kind} at {health.server.base_url}"
-    update_config(target, {"judge": health.proposal}, why)
+    update_config(target, health.proposal, why)
     console.print(f"wrote the judge settings into {target}", highlight=False)

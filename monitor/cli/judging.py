@@ -161,7 +161,7 @@ def _print_judge_summary(data: dict[str, object]) -> None:
     for message in data.get("error_messages") or []:  # type: ignore[union-attr]
         err_console.print(f"[yellow]warning:[/] {message}", highlight=False, soft_wrap=True)
     if data.get("dry_run") and data.get("budget_exhausted"):
-        err_console.print("[yellow]warning:[/] this run would exceed judge.token_budget", highlight=False)
+        err_console.print("[yellow]warning:[/] this run would exceed llm.token_budget", highlight=False)
 
 
 @app.command("eval")

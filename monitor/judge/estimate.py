@@ -5,10 +5,10 @@ the judge reads relevance, never the reverse).
 
 For the store's papers (each paper's latest version) and its active claims, every alternative is
 scored the way `select_candidates` scores (learned per-claim cuts, the per-batch ceiling), and the
-pairs it would select are grouped into calls and priced with the judge's own estimates
-(`estimate_units`, `token_cost`) and, for the LLM screen, its prompts. Nothing is written: no
-candidate, no mark, no cached embedding. Scores do not depend on the share, so each method scores the
-papers once and every share is a different cut of the same matrix.
+pairs it would select are grouped into calls (`group_units`) and priced with the judge's own
+estimates (`estimate_judge_units`, `token_cost`) and, for the LLM screen, its prompts. Nothing is
+written: no candidate, no mark, no cached embedding. Scores do not depend on the share, so each method
+scores the papers once and every share is a different cut of the same matrix.
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ import numpy as np
 
 from monitor.config import RelevanceSettings, Settings
 from monitor.judge.prompts import load_prompts
-from monitor.judge.work import COMPLETION_TOKENS_PER_CLAIM, Pair, WorkUnit, estimate_units
+from monitor.judge.work import estimate_judge_units
 from monitor.llm.cost import token_cost
 from monitor.llm.texts import ClaimText, PaperText
+from monitor.llm.units import Pair, WorkUnit, group_units
 from monitor.relevance.reference import claim_cuts
 from monitor.relevance.scoring import PaperDoc, select_pairs
-from monitor.relevance.screen import ScreenUnit, load_screen_prompts
-from monitor.relevance.screen import estimate_units as estimate_screen_units
+from monitor.relevance.screen import estimate_screen_units, load_screen_prompts
 from monitor.relevance.select import batch_ceiling, load_claim_queries, make_scorer, paper_docs
 from monitor.relevance.text import ClaimQuery
 from monitor.store import Store
@@ -49,7 +49,7 @@ class Alternative:
     calls: int
     prompt_tokens: int
     completion_tokens: int
-    cost: float  # USD at judge.price_input_per_million / price_output_per_million
+    cost: float  # USD at llm.price_input_per_million / price_output_per_million
 
     @property
     def label(self) -> str:
@@ -83,26 +83,27 @@ def _chosen(
 Chosen = list[tuple[int, list[int]]]
 
 
-def _calls(
+def _units(
     papers: Sequence[PaperDoc], claims: Sequence[ClaimText], chosen: Chosen, per_call: int
-) -> Iterator[tuple[PaperText, list[ClaimText]]]:
-    """Each call's paper and claims: a paper's chosen claims, per_call at a time."""
-    for p, rows in chosen:
-        doc = papers[p]
-        paper = PaperText(doc.arxiv_id, doc.version, doc.title, doc.abstract)
-        for start in range(0, len(rows), max(1, per_call)):
-            yield paper, [claims[c] for c in rows[start : start + max(1, per_call)]]
+) -> list[WorkUnit]:
+    """The calls of the chosen pairs: each paper's chosen claims, per_call at a time."""
+    rows = (
+        (
+            PaperText(papers[p].arxiv_id, papers[p].version, papers[p].title, papers[p].abstract),
+            Pair(claims[c]),
+        )
+        for p, chosen_claims in chosen
+        for c in chosen_claims
+    )
+    return group_units(rows, per_call)
 
 
 def _judge_cost(
     settings: Settings, papers: Sequence[PaperDoc], claims: Sequence[ClaimText], chosen: Chosen
 ) -> tuple[int, int, int]:
     """Calls, prompt and completion tokens of judging the chosen pairs (judge.claims_per_call a call)."""
-    calls = _calls(papers, claims, chosen, settings.judge.claims_per_call)
-    units = [WorkUnit(paper, [Pair(c, "", "") for c in part]) for paper, part in calls]
-    estimate_units(units, load_prompts(settings.judge.prompts_dir))
-    completion = sum(COMPLETION_TOKENS_PER_CLAIM * len(u.pairs) for u in units)
-    return len(units), sum(u.estimated_tokens for u in units) - completion, completion
+    units = _units(papers, claims, chosen, settings.judge.claims_per_call)
+    return len(units), *estimate_judge_units(units, load_prompts(settings.judge.prompts_dir))
 
 
 def _screen_cost(
@@ -110,10 +111,8 @@ def _screen_cost(
 ) -> tuple[int, int, int]:
     """Calls and tokens of screening the chosen pairs, relevance.screen_claims_per_call a call, as the
     screen's own estimate budgets them."""
-    calls = _calls(papers, claims, chosen, settings.relevance.screen_claims_per_call)
-    units = [ScreenUnit(paper, part) for paper, part in calls]
-    prompt, completion = estimate_screen_units(units, load_screen_prompts(settings.judge.prompts_dir))
-    return len(units), prompt, completion
+    units = _units(papers, claims, chosen, settings.relevance.screen_claims_per_call)
+    return len(units), *estimate_screen_units(units, load_screen_prompts(settings.judge.prompts_dir))
 
 
 def _claim_texts(store: Store, queries: Sequence[ClaimQuery]) -> list[ClaimText]:

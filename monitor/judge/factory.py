@@ -10,15 +10,15 @@ PROVIDERS = ("local", "openai")
 
 
 def make_judge(settings: Settings, provider: str | None = None, connect: bool = True) -> Judge:
-    """Build the judge for `provider` ("local" | "openai"; None: settings.judge.resolved_provider()).
+    """Build the judge for `provider` ("local" | "openai"; None: settings.judge_provider()).
 
     `connect=False` for an estimate: an `openai` judge then needs no API key or base URL until it calls.
     """
-    chosen = provider or settings.judge.resolved_provider()
+    chosen = provider or settings.judge_provider()
     if chosen == "openai":
         from monitor.judge.openai_judge import OpenAIJudge
 
-        return OpenAIJudge(settings.judge, connect=connect)
+        return OpenAIJudge(settings, connect=connect)
     if chosen == "local":
         # Imported only when asked for: the embedded model's dependencies are heavier.
         from monitor.judge.student import StudentJudge

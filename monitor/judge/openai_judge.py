@@ -11,7 +11,7 @@ from typing import Any
 
 from openai import OpenAI
 
-from monitor.config import JudgeSettings
+from monitor.config import Settings
 from monitor.judge.base import Judge, Judgement
 from monitor.judge.prompts import JudgePrompts, load_prompts
 from monitor.judge.schema import parse_answer, response_schema
@@ -28,19 +28,19 @@ class OpenAIJudge(Judge):
 
     def __init__(
         self,
-        settings: JudgeSettings,
+        settings: Settings,
         prompts: JudgePrompts | None = None,
         client: OpenAI | None = None,
         connect: bool = True,
     ) -> None:
-        self.settings = settings
-        self.prompts: JudgePrompts = prompts or load_prompts(settings.prompts_dir)
-        self.model = settings.model
+        self.settings = settings.judge
+        self.prompts: JudgePrompts = prompts or load_prompts(settings.judge.prompts_dir)
+        self.model = settings.llm.model
         self.prompt_version = self.prompts.version
-        self.claims_per_call = max(1, settings.claims_per_call)
-        self.max_concurrency = max(1, settings.concurrency)
+        self.claims_per_call = max(1, settings.judge.claims_per_call)
+        self.max_concurrency = max(1, settings.llm.concurrency)
         # connect=False: a dry run, which prices calls and makes none, needs no key (ChatTransport)
-        self.transport = ChatTransport(settings, self.name, self.prompt_version, client, connect)
+        self.transport = ChatTransport(settings.llm, self.name, self.prompt_version, client, connect)
 
     @property
     def mode(self) -> Mode | None:

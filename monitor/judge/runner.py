@@ -23,20 +23,14 @@ import itertools
 from collections import deque
 
 from monitor.config import Settings
-from monitor.errors import MonitorError
-from monitor.judge.base import Judge, Judgement
+from monitor.judge.base import Judge
 from monitor.judge.prompts import load_prompts
-from monitor.judge.work import (
-    COMPLETION_TOKENS_PER_CLAIM,
-    JudgeSummary,
-    WorkUnit,
-    estimate_units,
-    pending_units,
-)
+from monitor.judge.work import JudgeSummary, estimate_judge_units, pending_units
 from monitor.judge.writer import AssessmentWriter
 from monitor.llm.cost import token_cost
+from monitor.llm.engine import over_budget, run_live
 from monitor.llm.recorder import ExchangeRecorder
-from monitor.llm.workers import Budget, run_bounded
+from monitor.llm.units import WorkUnit
 from monitor.progress import progress_bar
 from monitor.store.db import Store
 from monitor.store.runs import RunRecord
@@ -64,7 +58,7 @@ def judge_pending(
 ) -> JudgeSummary:
     """Judge every pending pair (see module docstring); returns what was done and what it cost.
 
-    When `settings.judge.token_budget` would be exceeded, no further call is started, what was judged
+    When `settings.llm.token_budget` would be exceeded, no further call is started, what was judged
     is kept, and the summary says `budget_exhausted` (the caller decides whether that is an error).
     """
     if judge is None:
@@ -85,9 +79,9 @@ def judge_pending(
     )
     summary.pending = sum(len(u.pairs) for u in units)
     summary.papers = len({(u.paper.arxiv_id, u.paper.version) for u in units})
-    estimate_units(units, judge.prompts or load_prompts(settings.judge.prompts_dir))
+    estimated = estimate_judge_units(units, judge.prompts or load_prompts(settings.judge.prompts_dir))
     if dry_run:
-        return _dry_run(units, settings, judge, summary, run)
+        return _dry_run(estimated, len(units), settings, judge, summary, run)
 
     recorder = ExchangeRecorder(store, run.id if run else None)
     writer = AssessmentWriter(
@@ -103,18 +97,21 @@ def judge_pending(
 
 
 def _dry_run(
-    units: list[WorkUnit], settings: Settings, judge: Judge, summary: JudgeSummary, run: RunRecord | None
+    estimated: tuple[int, int],
+    calls: int,
+    settings: Settings,
+    judge: Judge,
+    summary: JudgeSummary,
+    run: RunRecord | None,
 ) -> JudgeSummary:
-    """What judging `units` would take: calls, estimated tokens, and their price."""
-    summary.calls = len(units)
-    summary.completion_tokens = sum(COMPLETION_TOKENS_PER_CLAIM * len(u.pairs) for u in units)
-    summary.prompt_tokens = sum(u.estimated_tokens for u in units) - summary.completion_tokens
-    # A dry run prices what `monitor judge` would do, which is a batch when judge.batch is set.
+    """What judging would take: calls, the estimated (prompt, completion) tokens, and their price."""
+    summary.calls = calls
+    summary.prompt_tokens, summary.completion_tokens = estimated
+    # A dry run prices what `monitor judge` would do, which is a batch when llm.batch is set.
     summary.cost_estimate = price(
-        settings, judge, summary.prompt_tokens, summary.completion_tokens, settings.judge.batch
+        settings, judge, summary.prompt_tokens, summary.completion_tokens, settings.llm.batch
     )
-    budget = settings.judge.token_budget
-    summary.budget_exhausted = budget is not None and summary.tokens > budget
+    summary.budget_exhausted = over_budget(settings.llm, summary.tokens)
     if run is not None:
         run.add("judge", summary.as_dict())
     return summary
@@ -131,7 +128,7 @@ def _notes(judge: Judge, settings: Settings, summary: JudgeSummary, writer: Asse
         )
     if summary.budget_exhausted:
         notes.append(
-            f"judge: token budget {settings.judge.token_budget} reached; "
+            f"judge: token budget {settings.llm.token_budget} reached; "
             f"{summary.not_attempted} pair(s) left pending"
         )
     return notes
@@ -157,10 +154,6 @@ def settle(
         run.errors.extend(summary.error_messages)
 
 
-def _paper_id(unit: WorkUnit) -> tuple[str, int]:
-    return unit.paper.arxiv_id, unit.paper.version
-
-
 def _run_units(
     units: list[WorkUnit],
     judge: Judge,
@@ -170,45 +163,30 @@ def _run_units(
     progress: bool,
     run: RunRecord | None,
 ) -> None:
-    from monitor.testhooks import pause_at
-
     summary = writer.summary
     prepared: set[tuple[str, int]] = set()
 
     def before(unit: WorkUnit, queue: deque[WorkUnit]) -> None:
         nonlocal prepared
-        if _paper_id(unit) not in prepared:
+        if unit.paper_key not in prepared:
             # Encode the next papers together (the embedded judge batches their sentences).
             upcoming = itertools.islice(itertools.chain([unit], queue), PREPARE_AHEAD)
-            ahead = {_paper_id(u): u.paper for u in upcoming}
+            ahead = {u.paper_key: u.paper for u in upcoming}
             judge.prepare(list(ahead.values()))
             prepared = set(ahead)
 
-    def call(unit: WorkUnit) -> list[Judgement]:
-        return judge.judge(unit.paper, unit.claims, recorder)
-
     with progress_bar("judge", summary.pending, "pairs", progress) as advance:
-
-        def finish(unit: WorkUnit, result: list[Judgement] | MonitorError) -> None:
-            if isinstance(result, MonitorError):
-                writer.error(str(result), len(unit.pairs))
-                if getattr(result, "pair_fault", False):
-                    for pair in unit.pairs:
-                        writer.pair_failed(unit.paper, pair, str(result))
-            else:
-                writer.write(unit, result)
-                pause_at("judge:after_first_batch")  # test-only crash point; a no-op otherwise
-            advance(len(unit.pairs))
-
-        end = run_bounded(
+        end = run_live(
             units,
-            call,
-            finish,
-            workers=min(settings.judge.concurrency, judge.max_concurrency),
+            lambda unit: (judge.judge(unit.paper, unit.claims, recorder), None),
+            writer,
+            llm=settings.llm,
+            recorder=recorder,
+            workers=min(settings.llm.concurrency, judge.max_concurrency),
             name="judge",
-            budget=Budget(settings.judge.token_budget, lambda: recorder.tokens, lambda u: u.estimated_tokens),
             should_stop=run.should_stop if run else None,
             before=before,
+            advance=advance,
         )
     summary.budget_exhausted = end.budget_exhausted
     summary.judge_unavailable, summary.unavailable_reason = bool(end.fatal), end.fatal

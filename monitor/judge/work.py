@@ -1,4 +1,5 @@
-"""The judge's work: pending (paper version, claim) pairs, grouped into calls, and what a run did.
+"""The judge's work: pending (paper version, claim) pairs, grouped into calls (monitor/llm/units.py),
+and what a run did.
 
 A pair is pending when its candidate row is for the paper's latest version, its claim is active, its
 LLM screen (if any) kept it, and no assessment exists under its cache key (see `cache_key`). Parked
@@ -10,13 +11,16 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from monitor.claims.ids import text_hash
 from monitor.judge.base import LABELS, Judge
 from monitor.judge.prompts import JudgePrompts
 from monitor.llm.cost import estimate_tokens
 from monitor.llm.texts import ClaimText, PaperText
+from monitor.llm.units import CallCounts, Pair, WorkUnit, estimate_units, group_units
 from monitor.store.assessments import judged_keys
 from monitor.store.candidates import pairs_to_judge
 from monitor.store.db import Store
@@ -34,38 +38,8 @@ def cache_key(
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
-def _text_hash(text: str) -> str:
-    try:
-        from monitor.claims.ids import text_hash
-    except ImportError:  # the claims stage defines the canonical hash; plain sha256 until then
-        return hashlib.sha256(text.encode()).hexdigest()
-    return text_hash(text)
-
-
 @dataclass
-class Pair:
-    """One pending (paper version, claim) pair and its cache key."""
-
-    claim: ClaimText
-    cache_key: str
-    claim_text_hash: str
-
-
-@dataclass
-class WorkUnit:
-    """One call's worth of work: a paper and up to claims_per_call of its pending claims."""
-
-    paper: PaperText
-    pairs: list[Pair]
-    estimated_tokens: int = 0
-
-    @property
-    def claims(self) -> list[ClaimText]:
-        return [p.claim for p in self.pairs]
-
-
-@dataclass
-class JudgeSummary:
+class JudgeSummary(CallCounts):
     """What a judge run did (or, for a dry run, would do) and what it cost."""
 
     judge: str
@@ -80,24 +54,14 @@ class JudgeSummary:
     errors: int = 0
     skipped: int = 0  # written meanwhile by a concurrent run
     not_attempted: int = 0  # left pending because the token budget ran out
-    calls: int = 0
     failed_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
     cost_estimate: float = 0.0
     budget_exhausted: bool = False
     judge_unavailable: bool = False  # the server refused us outright; the rest was not attempted
     unavailable_reason: str = ""  # why, for the caller's error message
     parked: int = 0  # pairs not asked because earlier runs failed on them too often
     newly_parked: int = 0  # pairs this run failed on once too often
-    batches_submitted: int = 0  # --batch only
-    batches_waiting: int = 0
-    batches_collected: int = 0
     error_messages: list[str] = field(default_factory=list)
-
-    @property
-    def tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -125,32 +89,28 @@ def pending_units(
         if not force and rows:
             done = judged_keys(session, judge.name, judge.model, judge.prompt_version, claim_ids)
         parked = parked_keys(session) if rows and not (force or retry_parked) else set()
-    per_call = max(1, judge.claims_per_call)
-    units: list[WorkUnit] = []
-    current: WorkUnit | None = None
-    for arxiv_id, version, claim_id, text, date_text, published, title, abstract in rows:
-        key = cache_key(arxiv_id, version, text, judge.name, judge.model, judge.prompt_version)
-        if key in done:
-            continue
-        if key in parked:
-            if summary is not None:
-                summary.parked += 1
-            continue
-        pair = Pair(ClaimText(id=claim_id, text=text, date_text=date_text), key, _text_hash(text))
-        same_paper = current is not None and (current.paper.arxiv_id, current.paper.version) == (
-            arxiv_id,
-            version,
-        )
-        if not same_paper or len(current.pairs) >= per_call:  # type: ignore[union-attr]
+
+    def pending() -> Iterator[tuple[PaperText, Pair]]:
+        for arxiv_id, version, claim_id, text, date_text, published, title, abstract in rows:
+            key = cache_key(arxiv_id, version, text, judge.name, judge.model, judge.prompt_version)
+            if key in done:
+                continue
+            if key in parked:
+                if summary is not None:
+                    summary.parked += 1
+                continue
             day = published.isoformat() if published else None
-            current = WorkUnit(PaperText(arxiv_id, version, title or "", abstract or "", day), [])
-            units.append(current)
-        current.pairs.append(pair)  # type: ignore[union-attr]
-    return units
+            paper = PaperText(arxiv_id, version, title or "", abstract or "", day)
+            yield paper, Pair(ClaimText(id=claim_id, text=text, date_text=date_text), key, text_hash(text))
+
+    return group_units(pending(), judge.claims_per_call)
 
 
-def estimate_units(units: list[WorkUnit], prompts: JudgePrompts) -> None:
+def estimate_judge_units(units: list[WorkUnit], prompts: JudgePrompts) -> tuple[int, int]:
+    """Each unit's estimated tokens (its prompt and a claim's answer per claim); returns the totals."""
     system = estimate_tokens(prompts.system())
-    for unit in units:
-        user = estimate_tokens(prompts.user(unit.paper, unit.claims))
-        unit.estimated_tokens = system + user + COMPLETION_TOKENS_PER_CLAIM * len(unit.pairs)
+    return estimate_units(
+        units,
+        lambda u: system + estimate_tokens(prompts.user(u.paper, u.claims)),
+        lambda claims: COMPLETION_TOKENS_PER_CLAIM * claims,
+    )

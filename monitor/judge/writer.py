@@ -11,10 +11,13 @@ import logging
 
 from sqlalchemy.exc import IntegrityError
 
+from monitor.errors import MonitorError
 from monitor.judge.base import LABELS, Judge, Judgement
 from monitor.judge.grounding import ground
-from monitor.judge.work import JudgeSummary, Pair, WorkUnit
+from monitor.judge.schema import parse_answer
+from monitor.judge.work import JudgeSummary
 from monitor.llm.texts import PaperText
+from monitor.llm.units import Pair, WorkUnit
 from monitor.store.assessments import add_assessment, is_judged, next_generation, supersede
 from monitor.store.db import Store
 from monitor.store.failures import FailedPair, clear_failure, record_failure
@@ -25,7 +28,8 @@ MAX_LOGGED_ERRORS = 20
 
 
 class AssessmentWriter:
-    """Writes one unit's judgements, each in its own transaction, and counts the outcome."""
+    """The judge's writer for the LLM engine (monitor/llm/engine.py): writes one unit's judgements, each
+    in its own transaction, and counts the outcome."""
 
     def __init__(
         self,
@@ -40,7 +44,26 @@ class AssessmentWriter:
         self.park_after = park_after
         self.parked_messages: list[str] = []
 
-    def write(self, unit: WorkUnit, judgements: list[Judgement]) -> None:
+    def parse(self, unit: WorkUnit, text: str | None) -> list[Judgement]:
+        return parse_answer(text, [p.claim.id for p in unit.pairs])
+
+    def write(self, unit: WorkUnit, judgements: list[Judgement], exchange_id: int | None = None) -> None:
+        from monitor.testhooks import pause_at
+
+        for judgement in judgements if exchange_id is not None else []:
+            judgement.exchange_id = exchange_id
+        self._write(unit, judgements)
+        pause_at("judge:after_first_batch")  # test-only crash point; a no-op otherwise
+
+    def fail(self, unit: WorkUnit, message: str, error: MonitorError | None = None) -> None:
+        """No usable answer for the unit; a fault that is its pairs' own (not the server's) counts
+        towards parking them."""
+        self.error(message, len(unit.pairs))
+        if getattr(error, "pair_fault", False):
+            for pair in unit.pairs:
+                self.pair_failed(unit.paper, pair, message)
+
+    def _write(self, unit: WorkUnit, judgements: list[Judgement]) -> None:
         by_claim = {j.claim_id: j for j in judgements}
         for pair in unit.pairs:
             judgement = by_claim.get(pair.claim.id)
@@ -61,7 +84,7 @@ class AssessmentWriter:
     def pair_failed(self, paper: PaperText, pair: Pair, message: str) -> None:
         """Count a failure that is the pair's own (not the server's); park it when it has had enough."""
         failed = FailedPair(
-            pair.cache_key,
+            pair.key,
             paper.arxiv_id,
             paper.version,
             pair.claim.id,
@@ -80,19 +103,19 @@ class AssessmentWriter:
             with self.store.session() as session:
                 generation = 0
                 if self.force:
-                    generation = next_generation(session, pair.cache_key)
-                elif is_judged(session, pair.cache_key):
+                    generation = next_generation(session, pair.key)
+                elif is_judged(session, pair.key):
                     self.summary.skipped += 1
                     return
                 row = add_assessment(
                     session,
                     {
-                        "cache_key": pair.cache_key,
+                        "cache_key": pair.key,
                         "generation": generation,
                         "arxiv_id": paper.arxiv_id,
                         "version": paper.version,
                         "claim_id": pair.claim.id,
-                        "claim_text_hash": pair.claim_text_hash,
+                        "claim_text_hash": pair.text_hash,
                         "judge": self.judge.name,
                         "model": self.judge.model,
                         "prompt_version": self.judge.prompt_version,
@@ -106,7 +129,7 @@ class AssessmentWriter:
                         "run_id": self.run_id,
                     },
                 )
-                clear_failure(session, pair.cache_key)  # answered at last: no longer failing or parked
+                clear_failure(session, pair.key)  # answered at last: no longer failing or parked
                 supersede(session, row)
         except IntegrityError:
             # A concurrent run wrote this (cache_key, generation) first: its row stands.

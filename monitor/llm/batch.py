@@ -2,8 +2,7 @@
 
 A batch's state lives in `judge_batches` (the judge's and the relevance screen's alike), so a crash or
 a cron job that exits between submit and collect loses nothing and never submits a batch twice: the
-next invocation collects. A screen batch's row is told apart by its prompt_version, stored as
-`screen:<version>` (the exchanges it leaves carry the plain version). Batch calls cost half.
+next invocation collects. A row's `stage` says whose calls it carries. Batch calls cost half.
 """
 
 from __future__ import annotations
@@ -27,26 +26,12 @@ ENDPOINT = "/v1/chat/completions"
 # Batch statuses after which nothing more will come.
 FINISHED = {"completed", "failed", "expired", "cancelled"}
 Stage = Literal["judge", "screen"]
-_SCREEN = "screen:"
-
-
-def stored_version(stage: Stage, prompt_version: str) -> str:
-    return _SCREEN + prompt_version if stage == "screen" else prompt_version
-
-
-def plain_version(row: JudgeBatch) -> str:
-    return row.prompt_version.removeprefix(_SCREEN)
 
 
 def open_batches(store: Store, stage: Stage) -> list[JudgeBatch]:
     """The stage's batches not collected yet, oldest first."""
     with store.session() as session:
-        return uncollected_batches(session, _SCREEN, stage == "screen")
-
-
-def carried(rows: list[JudgeBatch], key: str) -> set[Any]:
-    """Every value of `key` in the pairs the open batches `rows` carry (what must not be sent again)."""
-    return {p[key] for row in rows for state in row.requests.values() for p in state["pairs"]}
+        return uncollected_batches(session, stage)
 
 
 def submit(
@@ -65,7 +50,6 @@ def submit(
     ]
     data = ("\n".join(lines) + "\n").encode()
     uploaded = client.files.create(file=(f"claim-monitor-{stage}.jsonl", data), purpose="batch")
-    version = stored_version(stage, meta["prompt_version"])
     batch = client.batches.create(
         input_file_id=uploaded.id,
         endpoint=ENDPOINT,
@@ -80,7 +64,8 @@ def submit(
                 "input_file_id": uploaded.id,
                 "status": batch.status,
                 "model": meta["model"],
-                "prompt_version": version,
+                "prompt_version": meta["prompt_version"],
+                "stage": stage,
                 "requests": requests,
                 "pairs": meta["pairs"],
                 "run_id": meta.get("run_id"),
@@ -151,7 +136,7 @@ def record_reply(recorder: Recorder, provider: str, row: JudgeBatch, reply: Batc
         Exchange(
             provider=provider,
             model=row.model,
-            prompt_version=plain_version(row),
+            prompt_version=row.prompt_version,
             request=row.requests[reply.custom_id]["body"],
             response=reply.text if reply.text is not None else reply.refusal,
             response_format="batch",

@@ -22,8 +22,8 @@ def messages_tokens(messages: list[dict[str, str]]) -> int:
 
 
 def token_cost(settings: Settings, prompt_tokens: int, completion_tokens: int, batch: bool = False) -> float:
-    """USD for these tokens at the configured per-token rates (judge.price_*); the Batch API costs half."""
-    cfg = settings.judge
+    """USD for these tokens at the configured per-token rates (llm.price_*); the Batch API costs half."""
+    cfg = settings.llm
     cost = (
         prompt_tokens * cfg.price_input_per_million + completion_tokens * cfg.price_output_per_million
     ) / 1e6

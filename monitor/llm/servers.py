@@ -24,7 +24,7 @@ USUAL_PORTS: dict[int, str] = {11434: "Ollama", 8080: "llama.cpp", 1234: "LM Stu
 HOSTS = ("127.0.0.1", "localhost")
 CONNECT_SECONDS = 0.3
 ANSWER_SECONDS = 2.0
-LOCAL_TIMEOUT_SECONDS = 300.0  # judge.timeout_seconds for a local server: longer than a slow CPU call
+LOCAL_TIMEOUT_SECONDS = 300.0  # llm.timeout_seconds for a local server: longer than a slow CPU call
 
 # Models that cannot judge (embeddings, rerankers, speech): never picked while another is listed.
 _NOT_CHAT = ("embed", "rerank", "bge-", "e5-", "whisper", "tts", "clip")
@@ -53,8 +53,8 @@ class FoundServer:
     def other_models(self) -> list[str]:
         return [m for m in self.models if m != self.model]
 
-    def judge_settings(self) -> dict[str, Any]:
-        """The [judge] settings that work against this server (README, "Using a local LLM server")."""
+    def llm_settings(self) -> dict[str, Any]:
+        """The [llm] settings that work against this server (README, "Using a local LLM server")."""
         return {
             "base_url": self.base_url,
             "model": self.model,

@@ -7,7 +7,7 @@ the others wait, so probing costs one failed request per run at most. Only a 4xx
 message names the form, says a form is unsupported; any other 5xx is a failure. Transient failures (429,
 5xx, timeouts, dropped connections) are retried a bounded number of times, waiting what the server's
 `Retry-After` asks, else backing off exponentially. A server that answers nothing but failures (5xx,
-429) for `judge.server_failure_seconds` trips a second breaker: ServerUnavailable stops the run.
+429) for `llm.server_failure_seconds` trips a second breaker: ServerUnavailable stops the run.
 
 A reply cut off (at the token limit, or a body that ends early) is a truncated answer (TruncatedReply):
 an answer failure of the pair, never "cannot reach the server", and not corrected or retried.
@@ -35,7 +35,7 @@ from openai import OpenAI
 from tenacity import RetryCallState, Retrying, retry_if_exception
 
 from monitor.backoff import backoff_seconds
-from monitor.config import JudgeSettings
+from monitor.config import LLMSettings
 from monitor.errors import ConfigError, JudgeError
 from monitor.llm.answers import AnswerRejected, InvalidAnswer, looks_like_refusal
 from monitor.llm.cost import estimate_tokens, messages_tokens
@@ -75,7 +75,7 @@ class Question(Generic[T]):
     max_tokens: int
     parse: Callable[[str | None], T]  # raises InvalidAnswer saying what is wrong
     correction: Callable[[str], str]  # the corrective turn's text for a problem
-    temperature: float | None = None  # None: judge.temperature
+    temperature: float | None = None  # None: llm.temperature
 
 
 @dataclass
@@ -98,7 +98,7 @@ class ChatTransport:
 
     def __init__(
         self,
-        settings: JudgeSettings,
+        settings: LLMSettings,
         provider: str,
         prompt_version: str,
         client: OpenAI | None = None,
@@ -259,7 +259,7 @@ class ChatTransport:
         return (
             f"cannot reach the judge server at {safe_url(str(self.client.base_url))}: "
             f"{UNREACHABLE_CALLS} calls in a row failed to connect{cause}; is it running "
-            "(judge.base_url / OPENAI_BASE_URL)?"
+            "(llm.base_url / OPENAI_BASE_URL)?"
         )
 
     def _failing_message(self) -> str:
@@ -267,7 +267,7 @@ class ChatTransport:
         return (
             f"the judge server at {safe_url(str(self.client.base_url))} failed {streak.count} requests in a "
             f"row over {streak.seconds:.0f}s (last: {streak.last}); stopped asking it "
-            f"(judge.server_failure_seconds = {streak.window:g}). What was judged is kept; run again "
+            f"(llm.server_failure_seconds = {streak.window:g}). What was judged is kept; run again "
             "once the server answers"
         )
 
@@ -372,7 +372,7 @@ class ChatTransport:
         message = (
             f"judge: a request timed out after {self.settings.timeout_seconds:g}s; requests in flight "
             f"lowered from {old} to {new} for the rest of the run (a one-slot server such as llama.cpp "
-            "or Ollama wants judge.concurrency = 1 and a longer judge.timeout_seconds)"
+            "or Ollama wants llm.concurrency = 1 and a longer llm.timeout_seconds)"
         )
         log.warning("%s", message)
         with self._lock:
@@ -480,8 +480,8 @@ class ChatTransport:
         if not key:
             if not self.settings.base_url:
                 raise ConfigError(
-                    "judge provider 'openai' needs an API key (OPENAI_API_KEY or judge.api_key) "
-                    "or judge.base_url of an OpenAI-compatible server"
+                    "judge provider 'openai' needs an API key (OPENAI_API_KEY or llm.api_key) "
+                    "or llm.base_url of an OpenAI-compatible server"
                 )
             key = "no-key"  # local servers ignore it; the client insists on one
         return OpenAI(

@@ -11,28 +11,37 @@ paper costs a fraction of judging its pairs.
 Each paper's answer is committed on its own, so a crash or a stop loses at most the calls in flight;
 a failed call (after retries and one corrective turn) leaves its pairs pending for the next run.
 Every request is logged in `llm_exchanges` like the judge's, under its own prompt version. With
-`relevance.screen_batch` the pending pairs go through the Batch API instead (screen_batch.py).
+`relevance.screen_batch` the pending pairs go through the Batch API instead: each pass collects the
+finished screen batches, then submits the pending pairs no open batch carries; a pair whose answer
+failed (refused, invalid, expired) stays pending, so the judge does not see it, and goes into the next
+batch. The LLM engine (monitor/llm/engine.py) runs both; this module keeps the screen's prompts, its
+answer schema and what it writes.
 """
 
 from __future__ import annotations
 
+import functools
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import openai
 from openai import OpenAI
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from monitor.config import Settings
 from monitor.errors import ConfigError, MonitorError
+from monitor.llm import batch as batches
 from monitor.llm.answers import InvalidAnswer, load_json
 from monitor.llm.cost import estimate_tokens, token_cost
+from monitor.llm.engine import BatchRun, run_live
 from monitor.llm.prompts import Templates, load_templates
 from monitor.llm.recorder import ExchangeRecorder
 from monitor.llm.texts import ClaimText, PaperText, Recorder
 from monitor.llm.transport import ChatTransport, Mode, Question
-from monitor.llm.workers import Budget, run_bounded
+from monitor.llm.units import CallCounts, Pair, WorkUnit, estimate_units, group_units
 from monitor.store import Store
 from monitor.store.candidates import count_screen_pending, pairs_to_screen, save_screen_answer
 from monitor.store.runs import RunRecord
@@ -110,19 +119,19 @@ class LLMScreen:
     name = "openai-screen"
 
     def __init__(self, settings: Settings, client: OpenAI | None = None) -> None:
-        judge = settings.judge
+        llm = settings.llm
         if settings.relevance.screen_model:
-            judge = judge.model_copy(update={"model": settings.relevance.screen_model})
-        if not judge.has_server():
+            llm = llm.model_copy(update={"model": settings.relevance.screen_model})
+        if not settings.llm_configured():
             raise ConfigError(
-                "relevance.screen = 'llm' needs an LLM: set judge.base_url (OPENAI_BASE_URL) or an API key "
+                "relevance.screen = 'llm' needs an LLM: set llm.base_url (OPENAI_BASE_URL) or an API key "
                 "(OPENAI_API_KEY)"
             )
-        self.prompts = load_screen_prompts(judge.prompts_dir)
+        self.prompts = load_screen_prompts(settings.judge.prompts_dir)
         self.prompt_version = self.prompts.version
-        self.model = judge.model
-        self.max_concurrency = max(1, judge.concurrency)
-        self.transport = ChatTransport(judge, self.name, self.prompt_version, client)
+        self.model = llm.model
+        self.max_concurrency = max(1, llm.concurrency)
+        self.transport = ChatTransport(llm, self.name, self.prompt_version, client)
 
     @property
     def mode(self) -> Mode | None:
@@ -148,23 +157,17 @@ class LLMScreen:
 
 
 @dataclass
-class ScreenSummary:
+class ScreenSummary(CallCounts):
     """What one screening pass did."""
 
     papers: int = 0  # paper versions whose pending pairs were all answered
-    calls: int = 0  # requests made, retries and corrective turns included
     kept: int = 0
     dropped: int = 0
     failed_papers: int = 0  # left pending for the next run
     pending_left: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
     stopped: str | None = None  # why screening stopped early: budget, stop signal, server unavailable
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
-    batches_submitted: int = 0  # relevance.screen_batch only
-    batches_waiting: int = 0
-    batches_collected: int = 0
 
     def as_dict(self) -> dict[str, object]:
         out = asdict(self)
@@ -173,50 +176,62 @@ class ScreenSummary:
         return out
 
 
-@dataclass
-class ScreenUnit:
-    """One call's worth: a paper version and up to `screen_claims_per_call` of its pending claims."""
-
-    paper: PaperText
-    claims: list[ClaimText]
-    estimated_tokens: int = 0
-
-    @property
-    def key(self) -> tuple[str, int]:
-        return self.paper.arxiv_id, self.paper.version
-
-
-def pending_screen_units(store: Store, per_call: int, claim_ids: list[str] | None) -> list[ScreenUnit]:
+def pending_screen_units(store: Store, per_call: int, claim_ids: list[str] | None) -> list[WorkUnit]:
+    """The pending pairs, a paper version's claims `per_call` to a call (monitor/llm/units.py)."""
     with store.session() as session:
         rows = pairs_to_screen(session, claim_ids)
-    units: list[ScreenUnit] = []
-    for arxiv_id, version, claim_id, text, title, abstract in rows:
-        last = units[-1] if units else None
-        if last is None or last.key != (arxiv_id, version) or len(last.claims) >= per_call:
-            last = ScreenUnit(PaperText(arxiv_id, version, title, abstract), [])
-            units.append(last)
-        last.claims.append(ClaimText(id=claim_id, text=text))
-    return units
+    return group_units(
+        (
+            (
+                PaperText(arxiv_id, version, title, abstract),
+                Pair(ClaimText(claim_id, text), _key(arxiv_id, version, claim_id)),
+            )
+            for arxiv_id, version, claim_id, text, title, abstract in rows
+        ),
+        per_call,
+    )
 
 
-def estimate_units(units: list[ScreenUnit], prompts: ScreenPrompts) -> tuple[int, int]:
+def _key(arxiv_id: str, version: int, claim_id: str) -> str:
+    return f"{arxiv_id}v{version}/{claim_id}"
+
+
+def estimate_screen_units(units: list[WorkUnit], prompts: ScreenPrompts) -> tuple[int, int]:
     """Each unit's estimated tokens; returns the (prompt, completion) totals."""
-    prompt = completion = 0
-    for unit in units:
-        asked = estimate_tokens("\n".join(m["content"] for m in prompts.messages(unit.paper, unit.claims)))
+    return estimate_units(
+        units,
+        lambda u: estimate_tokens("\n".join(m["content"] for m in prompts.messages(u.paper, u.claims))),
         # An answer lists some of the ids asked, about ten tokens each: budget four a claim asked.
-        answer = 8 + 4 * len(unit.claims)
-        unit.estimated_tokens = asked + answer
-        prompt, completion = prompt + asked, completion + answer
-    return prompt, completion
+        lambda claims: 8 + 4 * claims,
+    )
 
 
-def save_answer(store: Store, unit: ScreenUnit, kept: set[str], exchange_id: int | None) -> tuple[int, int]:
-    """Mark the unit's pairs kept or dropped (those still pending); returns (kept, dropped)."""
-    answer = {claim.id: claim.id in kept for claim in unit.claims}
-    with store.session() as session:
-        save_screen_answer(session, unit.paper.arxiv_id, unit.paper.version, answer, exchange_id)
-    return len(kept), len(unit.claims) - len(kept)
+class ScreenWriter:
+    """The screen's writer for the LLM engine: marks a unit's pairs kept or dropped, counts failures."""
+
+    def __init__(self, store: Store, summary: ScreenSummary) -> None:
+        self.store, self.summary = store, summary
+        self.done: set[tuple[str, int]] = set()  # paper versions answered
+        self.failed: set[tuple[str, int]] = set()  # paper versions with a unit that failed: still pending
+
+    def parse(self, unit: WorkUnit, text: str | None) -> set[str]:
+        return parse_screen(text, [c.id for c in unit.claims])
+
+    def write(self, unit: WorkUnit, kept: set[str], exchange_id: int | None) -> None:
+        answer = {claim.id: claim.id in kept for claim in unit.claims}
+        with self.store.session() as session:
+            save_screen_answer(session, unit.paper.arxiv_id, unit.paper.version, answer, exchange_id)
+        self.summary.kept += len(kept)
+        self.summary.dropped += len(unit.claims) - len(kept)
+        self.done.add(unit.paper_key)
+
+    def fail(self, unit: WorkUnit, message: str, error: MonitorError | None = None) -> None:
+        self.failed.add(unit.paper_key)
+        self.summary.errors.append(message)
+
+    def close(self) -> None:
+        self.summary.papers = len(self.done - self.failed)
+        self.summary.failed_papers = len(self.failed)
 
 
 def screen_pending(
@@ -226,20 +241,21 @@ def screen_pending(
     claim_ids: list[str] | None = None,
     screen: LLMScreen | None = None,
 ) -> ScreenSummary:
-    """Screen every pending pair (of `claim_ids`, default all), a paper per call, `judge.concurrency`
-    calls at once; stops cleanly on the run's stop signal or when `judge.token_budget` is spent.
+    """Screen every pending pair (of `claim_ids`, default all), a paper per call, `llm.concurrency`
+    calls at once; stops cleanly on the run's stop signal or when `llm.token_budget` is spent.
     With `relevance.screen_batch`, collect finished screen batches and submit the rest instead."""
     began = time.monotonic()
     summary = ScreenSummary()
     recorder = ExchangeRecorder(store, run.id if run is not None else None)
+    writer = ScreenWriter(store, summary)
+    pending = functools.partial(
+        pending_screen_units, store, settings.relevance.screen_claims_per_call, claim_ids
+    )
     if settings.relevance.screen_batch:
-        from monitor.relevance.screen_batch import screen_by_batch
-
-        screen_by_batch(store, settings, screen, recorder, summary, claim_ids)
-    else:
-        units = pending_screen_units(store, settings.relevance.screen_claims_per_call, claim_ids)
-        if units:
-            _screen_units(store, settings, screen or LLMScreen(settings), units, recorder, summary, run)
+        _by_batch(store, settings, screen, pending, recorder, writer)
+    elif units := pending():
+        _live(settings, screen or LLMScreen(settings), units, recorder, writer, run)
+    writer.close()
     summary.calls = recorder.calls
     summary.prompt_tokens, summary.completion_tokens = recorder.prompt_tokens, recorder.completion_tokens
     with store.session() as session:
@@ -256,57 +272,67 @@ def screen_pending(
     return summary
 
 
-def _screen_units(
-    store: Store,
+def _live(
     settings: Settings,
     screen: LLMScreen,
-    units: list[ScreenUnit],
+    units: list[WorkUnit],
     recorder: ExchangeRecorder,
-    summary: ScreenSummary,
+    writer: ScreenWriter,
     run: RunRecord | None,
 ) -> None:
-    budget = settings.judge.token_budget
-    if budget is not None:
-        estimate_units(units, screen.prompts)
-    failed: set[tuple[str, int]] = set()
-    done: set[tuple[str, int]] = set()
-
-    def finish(unit: ScreenUnit, result: tuple[set[str], int | None] | MonitorError) -> None:
-        if isinstance(result, MonitorError):
-            failed.add(unit.key)
-            summary.errors.append(str(result))
-            return
-        kept, dropped = save_answer(store, unit, *result)
-        summary.kept, summary.dropped = summary.kept + kept, summary.dropped + dropped
-        done.add(unit.key)
-
-    end = run_bounded(
+    estimate_screen_units(units, screen.prompts)
+    end = run_live(
         units,
         lambda unit: screen.screen(unit.paper, unit.claims, recorder),
-        finish,
+        writer,
+        llm=settings.llm,
+        recorder=recorder,
         workers=screen.max_concurrency,
         name="screen",
-        budget=Budget(budget, lambda: recorder.tokens, lambda u: u.estimated_tokens),
         should_stop=run.should_stop if run is not None else None,
     )
     if end.fatal:
-        summary.stopped = "the LLM server refuses requests"
+        writer.summary.stopped = "the LLM server refuses requests"
     elif end.stopped:
-        summary.stopped = "stop requested"
+        writer.summary.stopped = "stop requested"
     elif end.budget_exhausted:
-        summary.stopped = f"token budget {budget} spent"
-    summary.papers = len(done - failed)
-    summary.failed_papers = len(failed)
+        writer.summary.stopped = f"token budget {settings.llm.token_budget} spent"
+
+
+def _by_batch(
+    store: Store,
+    settings: Settings,
+    screen: LLMScreen | None,
+    pending: Callable[[], list[WorkUnit]],
+    recorder: ExchangeRecorder,
+    writer: ScreenWriter,
+) -> None:
+    """Collect finished screen batches (marking their pairs as the live screen does), then submit the
+    pending pairs no open batch carries as one new batch (`relevance.screen_batch`)."""
+    if not batches.open_batches(store, "screen") and not pending():
+        return  # nothing to collect or send: no LLM needed
+    screen = screen or LLMScreen(settings)
+    engine = BatchRun(store, "screen", screen, writer, recorder, writer.summary)
+    try:
+        engine.collect()
+        units = engine.not_carried(pending())  # what collecting answered is pending no more
+        estimate_screen_units(units, screen.prompts)
+        if engine.submit(units, settings.llm, recorder.run_id):
+            writer.summary.stopped = f"token budget {settings.llm.token_budget} spent"
+    except openai.APIError as exc:
+        # The pairs stay pending and what was submitted stays recorded: the next pass picks both up.
+        writer.summary.stopped = f"Batch API: {screen.transport.describe(exc)}"
+        writer.summary.errors.append(writer.summary.stopped)
 
 
 def estimate_screen(store: Store, settings: Settings) -> dict[str, object]:
-    """What screening the pending pairs would take (calls, tokens, USD at the judge's rates, halved
+    """What screening the pending pairs would take (calls, tokens, USD at the [llm] rates, halved
     with `relevance.screen_batch`). Calls nothing: this is `monitor judge --dry-run`'s view of the screen."""
     units = pending_screen_units(store, settings.relevance.screen_claims_per_call, None)
-    prompt, completion = estimate_units(units, load_screen_prompts(settings.judge.prompts_dir))
+    prompt, completion = estimate_screen_units(units, load_screen_prompts(settings.judge.prompts_dir))
     cost = token_cost(settings, prompt, completion, batch=settings.relevance.screen_batch)
     return {
-        "pairs": sum(len(u.claims) for u in units),
+        "pairs": sum(len(u.pairs) for u in units),
         "calls": len(units),
         "prompt_tokens": prompt,
         "completion_tokens": completion,

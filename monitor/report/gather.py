@@ -138,8 +138,8 @@ def _summary(s: Session, settings: Settings, period: Period, claims: list[ClaimV
     start, stop = day_range(period)
     usage = period_usage(s, period.start, period.end, start, stop)
     cost = (
-        usage.prompt_tokens * settings.judge.price_input_per_million
-        + usage.completion_tokens * settings.judge.price_output_per_million
+        usage.prompt_tokens * settings.llm.price_input_per_million
+        + usage.completion_tokens * settings.llm.price_output_per_million
     ) / 1e6
     counts = Counter(c.status for c in claims)
     unjudged_pairs, unjudged_papers = count_unjudged(s, period.end)
@@ -200,7 +200,7 @@ def gather_digest(
         generated_at=dt.datetime.now(dt.UTC).replace(microsecond=0, tzinfo=None),
         summary=summary,
         lines=lines,
-        llm=settings.judge.resolved_provider() == "openai",
+        llm=settings.judge_provider() == "openai",
         recent_months=settings.verdicts.recent_months,
         move_strength=settings.verdicts.move_strength,
         overturn_strength=settings.verdicts.overturn_strength,
@@ -213,7 +213,7 @@ def _propose_wordings(
 ) -> None:
     """With an LLM configured, a narrowed wording for each claim that confirmed RELAXES evidence bounds."""
     due = [v.id for v in views.values() if v.conditions]
-    if not due or not settings.judge.has_server():
+    if not due or not settings.llm_configured():
         return
     done = propose_rewordings(store, settings, due, run.id if run else None)
     if run is not None:

@@ -127,7 +127,7 @@ def ask_questions(settings: Settings, version: str, prompt: str, where: str, rec
         ),
         temperature=0.3,  # some variety: these are ideas, not judgements
     )
-    answer, _ = ChatTransport(settings.judge, "openai", version).ask(question, where, recorder)
+    answer, _ = ChatTransport(settings.llm, "openai", version).ask(question, where, recorder)
     return answer
 
 
@@ -149,17 +149,17 @@ def research_questions(
         return ResearchQuestions(
             "disabled", note="Research questions are turned off (report.research_questions)."
         )
-    if settings.judge.resolved_provider() != "openai":
+    if not settings.llm_configured():
         return ResearchQuestions(
             "needs_llm",
-            note="Research questions need an LLM judge: set judge.base_url or OPENAI_API_KEY.",
+            note="Research questions need an LLM judge: set llm.base_url or OPENAI_API_KEY.",
         )
     if not any(c.new_evidence for c in claims):
         return ResearchQuestions("no_evidence", note="No new evidence for this line this period.")
     templates = _templates(settings)
     version = templates.version
     prompt = templates.render(TEMPLATE, line=line, claims=[c for c in claims if c.new_evidence])
-    key = hashlib.sha256(f"{settings.judge.model}\0{prompt}".encode()).hexdigest()
+    key = hashlib.sha256(f"{settings.llm.model}\0{prompt}".encode()).hexdigest()
     # Summed over the digest's lines: asked, reused, failed, calls, tokens.
     tally: dict[str, int] = run.counts.setdefault("research", {}) if run is not None else {}
     cached = _cached(store, version, key)

@@ -97,16 +97,15 @@ class ClaimRewriter:
     name = "openai-reword"
 
     def __init__(self, settings: Settings, client: OpenAI | None = None) -> None:
-        judge = settings.judge
-        if not judge.has_server():
+        if not settings.llm_configured():
             raise ConfigError(
-                "proposing a wording needs an LLM: set judge.base_url (OPENAI_BASE_URL) or an API key "
+                "proposing a wording needs an LLM: set llm.base_url (OPENAI_BASE_URL) or an API key "
                 "(OPENAI_API_KEY)"
             )
         # A user's prompts folder from before rewording existed falls back to the shipped templates. The
         # prompt's own delimiters beyond the judge's (paper, title, abstract, claim): quote, curator_note.
         self.templates = load_templates(
-            judge.prompts_dir,
+            settings.judge.prompts_dir,
             TEMPLATE_NAMES,
             "rewording",
             prefix="rw-",
@@ -114,8 +113,8 @@ class ClaimRewriter:
             untrusted=untrusted_filter(("quote", "curator_note")),
         )
         self.prompt_version = self.templates.version
-        self.model = judge.model
-        self.transport = ChatTransport(judge, self.name, self.prompt_version, client)
+        self.model = settings.llm.model
+        self.transport = ChatTransport(settings.llm, self.name, self.prompt_version, client)
 
     def propose(
         self, claim: Claim, evidence: list[Confirmed], recorder: Recorder | None = None

@@ -41,7 +41,7 @@ def review_session(console: Console, store: Store, settings: Settings) -> None:
         )
         if summary.left:
             return  # quit: the proposals wait too
-        if summary.decided and settings.judge.has_server():
+        if summary.decided and settings.llm_configured():
             print_proposed(console, propose_rewordings(store, settings))
     proposals = open_views(store)
     if not queue and not proposals:

@@ -51,7 +51,7 @@ class Health:
     papers: int | None
     judge: JudgeCheck
     detection: Detection
-    proposal: dict[str, Any] = field(default_factory=dict)  # [judge] settings worth writing
+    proposal: dict[str, dict[str, Any]] = field(default_factory=dict)  # settings worth writing, by section
     server: FoundServer | None = None  # the server they are for
 
 
@@ -71,9 +71,9 @@ def _database(settings: Settings) -> tuple[str | None, int | None, int | None]:
 
 
 def _judge(settings: Settings) -> JudgeCheck:
-    cfg = settings.judge
+    cfg = settings.llm
     key = cfg.api_key.get_secret_value() if cfg.api_key else None
-    check = JudgeCheck(cfg.resolved_provider(), cfg.model, cfg.base_url, bool(key))
+    check = JudgeCheck(settings.judge_provider(), cfg.model, cfg.base_url, bool(key))
     if check.provider == "openai" and cfg.base_url:
         check.listed = list_models(cfg.base_url, key)
     return check
@@ -88,7 +88,7 @@ def check(settings: Settings, config_file: Path | None, ports: list[int] | None 
     server = detection.chosen
     if server is not None and not judge.works:
         health.server = server
-        health.proposal = server.judge_settings()
+        health.proposal = {"llm": server.llm_settings()}
         if settings.judge.provider == "local":  # the user chose the embedded judge; writing says otherwise
-            health.proposal["provider"] = "openai"
+            health.proposal["judge"] = {"provider": "openai"}
     return health

@@ -36,7 +36,7 @@ class JudgeRequest:
     claim_ids: list[str] | None = None
     dry_run: bool = False
     provider: str | None = None  # local | openai; None: from the config (openai for a batch)
-    batch: bool = False  # also when settings.judge.batch says so
+    batch: bool = False  # also when settings.llm.batch says so
     wait: bool = False  # with batch: poll until the submitted batches finish
     relevance: bool = True  # sync claims and pick candidates first
     progress: bool = False
@@ -54,7 +54,7 @@ def judge_once(store: Store, settings: Settings, request: JudgeRequest, stop: St
     from monitor.claims.listing import check_claim_ids
     from monitor.judge.factory import make_judge
 
-    batch = request.batch or settings.judge.batch
+    batch = request.batch or settings.llm.batch
     provider = request.provider or ("openai" if batch else None)
     judge = make_judge(settings, provider, connect=not request.dry_run)  # a dry run calls nothing: no key
     if request.dry_run:
@@ -117,7 +117,7 @@ def _estimate(
 
         show("screen estimate", estimate_screen(store, settings))
     if batch:
-        settings.judge.batch = True  # the estimate at batch prices
+        settings.llm.batch = True  # the estimate at batch prices
     if request.alternatives:
         from monitor.judge.estimate import alternatives
 

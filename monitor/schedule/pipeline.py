@@ -317,11 +317,11 @@ def judge_step(
     """
     from monitor.judge.runner import judge_pending
 
-    budget = settings.judge.token_budget
+    budget = settings.llm.token_budget
     scoped = settings
     if budget is not None and spent:
-        left = settings.judge.model_copy(update={"token_budget": max(0, budget - spent)})
-        scoped = settings.model_copy(update={"judge": left})
+        left = settings.llm.model_copy(update={"token_budget": max(0, budget - spent)})
+        scoped = settings.model_copy(update={"llm": left})
     summary = judge_pending(store, scoped, judge=judge, run=run, **which)
     if shown is not None:
         shown(summary)
@@ -343,7 +343,7 @@ def check_judged(summary: JudgeSummary, settings: Settings, again: str) -> None:
     """
     if summary.budget_exhausted:
         raise BudgetExhausted(
-            f"token budget {settings.judge.token_budget} reached: {summary.judged} pair(s) judged and kept, "
+            f"token budget {settings.llm.token_budget} reached: {summary.judged} pair(s) judged and kept, "
             f"{summary.not_attempted} left pending; run `{again}` again to go on"
         )
     if summary.judge_unavailable:  # e.g. nothing listens at base_url: stop before verdicts and digest

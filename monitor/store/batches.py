@@ -1,7 +1,6 @@
 """Batch API bookkeeping (`judge_batches` rows): one row per submitted batch, from submit to collect.
 
-The judge's and the LLM screen's batches share the table; the LLM layer tells them apart by a prefix on
-the stored prompt version (monitor/llm/batch.py).
+The judge's and the LLM screen's batches share the table; its `stage` column tells them apart.
 """
 
 from __future__ import annotations
@@ -15,18 +14,15 @@ from monitor.store.models import utcnow
 from monitor.store.records import JudgeBatch
 
 
-def uncollected_batches(session: Session, version_prefix: str, prefixed: bool) -> list[JudgeBatch]:
-    """Batches not collected yet whose prompt version starts with `version_prefix` (or, with `prefixed`
-    False, does not), oldest first."""
-    has_prefix = JudgeBatch.prompt_version.startswith(version_prefix)
-    query = select(JudgeBatch).where(
-        JudgeBatch.status != "collected", has_prefix if prefixed else ~has_prefix
-    )
+def uncollected_batches(session: Session, stage: str) -> list[JudgeBatch]:
+    """The `stage`'s batches not collected yet, oldest first."""
+    query = select(JudgeBatch).where(JudgeBatch.status != "collected", JudgeBatch.stage == stage)
     return list(session.scalars(query.order_by(JudgeBatch.id)))
 
 
 def add_batch(session: Session, fields: dict[str, Any]) -> None:
-    """Record a submitted batch (its batch_id, input file, status, model, prompt version, requests, pairs)."""
+    """Record a submitted batch (its batch_id, input file, status, model, prompt version, stage, requests,
+    pairs)."""
     session.add(JudgeBatch(**fields))
 
 

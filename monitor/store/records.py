@@ -73,6 +73,8 @@ class JudgeBatch(Base):
     status: Mapped[str] = mapped_column(String(20))  # the API's status, then "collected"
     model: Mapped[str] = mapped_column(String(200))
     prompt_version: Mapped[str] = mapped_column(String(40))
+    # Which stage's calls it carries: "judge" or "screen" (the relevance screen's).
+    stage: Mapped[str] = mapped_column(String(10), default="judge", server_default="judge")
     requests: Mapped[dict[str, Any]] = mapped_column(JSON)
     pairs: Mapped[int] = mapped_column(Integer, default=0)
     run_id: Mapped[int | None] = mapped_column(Integer)

@@ -1,0 +1,85 @@
+"""The LLM work of any stage, in units: a paper version and some of its claims, one call each.
+
+The judge and the relevance screen both send a paper with several of its claims in one call (they
+share the abstract's tokens); `group_units` is the one place pairs become calls. `CallCounts` is what
+every stage's summary counts of its calls, tokens and batches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from monitor.llm.texts import ClaimText, PaperText
+
+
+@dataclass
+class Pair:
+    """One pending (paper version, claim) pair: its claim, the stage's key for it, and the claim's hash."""
+
+    claim: ClaimText
+    key: str = ""  # the judge's cache key; the screen's "<arxiv_id>v<version>/<claim id>"
+    text_hash: str = ""  # the claim text's hash, kept with an assessment
+
+
+@dataclass
+class WorkUnit:
+    """One call's worth of work: a paper version and up to a call's number of its pending pairs."""
+
+    paper: PaperText
+    pairs: list[Pair]
+    estimated_tokens: int = 0
+
+    @property
+    def claims(self) -> list[ClaimText]:
+        return [p.claim for p in self.pairs]
+
+    @property
+    def paper_key(self) -> tuple[str, int]:
+        return self.paper.arxiv_id, self.paper.version
+
+    @property
+    def label(self) -> str:
+        return f"{self.paper.arxiv_id}v{self.paper.version}"
+
+
+def group_units(rows: Iterable[tuple[PaperText, Pair]], per_call: int) -> list[WorkUnit]:
+    """Consecutive pairs of one paper version in units of at most `per_call` (rows come paper by paper)."""
+    per_call = max(1, per_call)
+    units: list[WorkUnit] = []
+    for paper, pair in rows:
+        last = units[-1] if units else None
+        if last is None or last.paper_key != (paper.arxiv_id, paper.version) or len(last.pairs) >= per_call:
+            last = WorkUnit(paper, [])
+            units.append(last)
+        last.pairs.append(pair)
+    return units
+
+
+def estimate_units(
+    units: Iterable[WorkUnit], prompt: Callable[[WorkUnit], int], answer: Callable[[int], int]
+) -> tuple[int, int]:
+    """Set each unit's estimated tokens, its `prompt` tokens plus `answer(claims)`; returns the
+    (prompt, completion) totals: what the token budget reserves and a dry run prices."""
+    prompt_total = completion_total = 0
+    for unit in units:
+        asked, answered = prompt(unit), answer(len(unit.pairs))
+        unit.estimated_tokens = asked + answered
+        prompt_total, completion_total = prompt_total + asked, completion_total + answered
+    return prompt_total, completion_total
+
+
+@dataclass(kw_only=True)
+class CallCounts:
+    """What a stage's run made of calls: requests, tokens, and Batch API batches."""
+
+    calls: int = 0  # requests made, retries and corrective turns included
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    batches_submitted: int = 0  # Batch API only
+    batches_waiting: int = 0
+    batches_collected: int = 0
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
