@@ -25,6 +25,7 @@ cost ~ claims^a x papers^b (least squares on log CPU seconds) and the fit's 1,00
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -87,9 +88,7 @@ def claim_file(path: Path, texts: list[str]) -> None:
 
 def week(path: Path, n: int) -> int:
     """The first `n` corpus papers (held-out ones left out), re-dated into WEEK; how many there were."""
-    held = {
-        line.strip() for line in (SHARED / "eval" / "heldout_papers.txt").open() if line[:1].isdigit()
-    }
+    held = {line.strip() for line in (SHARED / "eval" / "heldout_papers.txt").open() if line[:1].isdigit()}
     import datetime as dt
 
     monday = dt.date.fromisocalendar(2026, 20, 1)
@@ -116,7 +115,8 @@ def timed(work: Path, *args: str) -> dict[str, float]:
         _, status, usage = os.wait4(proc.pid, 0)  # this child's own CPU time and peak RSS
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(args)} failed ({proc.returncode}):\n{(work / 'err.txt').read_text()[-3000:]}")
+        tail = (work / "err.txt").read_text()[-3000:]
+        raise SystemExit(f"{' '.join(args)} failed ({proc.returncode}):\n{tail}")
     return {
         "wall_s": round(time.monotonic() - started, 1),
         "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
@@ -126,7 +126,8 @@ def timed(work: Path, *args: str) -> dict[str, float]:
 
 def claim_ids(work: Path) -> list[str]:
     cmd = [MONITOR, "--config", str(work / "monitor.toml"), "claims", "--json"]
-    return [c["id"] for c in json.loads(subprocess.run(cmd, capture_output=True, check=True, cwd=work).stdout)]
+    done = subprocess.run(cmd, capture_output=True, check=True, cwd=work)
+    return [c["id"] for c in json.loads(done.stdout)]
 
 
 def counts(url: str) -> tuple[int, dict[str, int]]:
@@ -232,9 +233,8 @@ def main() -> None:
         cells = [(args.claims, args.papers)]
     rows = []
     for n_claims, n_papers in cells:
-        row = on_backend(
-            args.backend, lambda url, work: cell(url, work, n_claims, n_papers, args.judge_claims), args.keep
-        )
+        job = functools.partial(cell, n_claims=n_claims, n_papers=n_papers, judge_claims=args.judge_claims)
+        row = on_backend(args.backend, job, args.keep)
         row["backend"] = args.backend
         rows.append(row)
         print(json.dumps(row), flush=True)
