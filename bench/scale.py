@@ -3,6 +3,7 @@
     nice python bench/scale.py --claims 100 --papers 5000 [--backend sqlite|postgresql]
         [--judge-claims 20] [--keep DIR]
     nice python bench/scale.py --grid 100,300,1000x2000,5000,22000 --judge-claims 10   # and fit
+    python bench/scale.py --fit rows.jsonl more.jsonl     # fit rows printed earlier
 
 The claim library is real text only: the seeds' claims (`monitor seeds import seeds/`), then the
 teacher set's other and variant claims (training/teacher/*.jsonl, in file order), then, to reach 1,000,
@@ -224,7 +225,12 @@ def main() -> None:
     parser.add_argument("--backend", choices=["sqlite", "postgresql"], default="sqlite")
     parser.add_argument("--judge-claims", type=int, help="judge only this many claims' pairs; scale by pairs")
     parser.add_argument("--keep", type=Path, help="work here and keep the store and digest (one cell)")
+    parser.add_argument("--fit", type=Path, nargs="+", help="only fit the rows these files hold (JSON lines)")
     args = parser.parse_args()
+    if args.fit:
+        rows = [json.loads(line) for path in args.fit for line in path.open() if line.startswith('{"claims"')]
+        print(json.dumps({"fit": fit(rows)}, indent=1))
+        return
     if args.grid:
         claims, papers = (sorted(int(v) for v in part.split(",")) for part in args.grid.split("x"))
         cells = [(c, p) for c in claims for p in papers]
