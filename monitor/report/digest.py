@@ -14,6 +14,7 @@ from typing import Any
 
 from monitor.config import Settings
 from monitor.files import write_together
+from monitor.report.budget import fold_large_library
 from monitor.report.delivery import DeliveryError, raise_failures, send_digest
 from monitor.report.feed import write_feed
 from monitor.report.gather import gather_digest
@@ -121,10 +122,11 @@ def write_digest(
         chosen = period if isinstance(period, Period) else resolve_period(period, since, until, today)
     wanted = ["md", *[f for f in (formats or settings.report.formats) if f != "md"]]
     digest = gather_digest(store, settings, chosen, run)
+    stats = digest.summary.as_stats() | {"lines": len(digest.lines)}  # counted before folding
+    fold_large_library(digest)
     texts = {fmt: render(digest, fmt, settings) for fmt in wanted}
     paths = {fmt: Path(settings.paths.reports) / f"{chosen.stem}.{fmt}" for fmt in wanted}
     sha = content_hash(texts["md"], digest)
-    stats = digest.summary.as_stats() | {"lines": len(digest.lines)}
     fields = {
         "markdown_path": str(paths["md"]),
         "content_sha256": sha,

@@ -115,6 +115,7 @@ class LineView:
     ungrounded_anchors: list[AnchorView] = field(default_factory=list)
     questions: ResearchQuestions = field(default_factory=not_asked)
     strongest: StrongestWork | None = None  # a month or longer: strongest contradicting work (strongest.py)
+    folded: int = 0  # claims of a large library not listed here (budget.py): `monitor verdicts --line`
 
     @property
     def claims(self) -> list[ClaimView]:
@@ -210,6 +211,11 @@ class Digest:
     move_strength: float = 0.8
     overturn_strength: float = 0.9
     research_note: str = ""  # why no line has research questions, said once (research.digest_note)
+    # A large library's digest (budget.py): lines with no claim shown, claims not shown anywhere, and
+    # how many changed verdicts the summary lists (None: all).
+    folded_lines: int = 0
+    folded_claims: int = 0
+    changes_listed: int | None = None
 
     @property
     def no_claims(self) -> bool:
