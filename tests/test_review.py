@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from digest_world import TRUSTED_ENV, World, trusted_settings
+from ops_helpers import cli
 from sqlalchemy import text
 
 from monitor.errors import UsageError
@@ -213,8 +214,7 @@ def test_cli_set_list_and_the_interactive_walk(db_url: str, tmp_path: Path) -> N
     env.pop("MONITOR_CONFIG", None)
 
     def monitor(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-c", "from monitor.cli import main; main()", *args]
-        return subprocess.run(command, cwd=tmp_path, env=env, input=stdin, capture_output=True, text=True)
+        return cli(*args, environ=env, cwd=tmp_path, stdin=stdin)
 
     listed = monitor("review", "list", "--json")
     assert listed.returncode == 0, listed.stderr
