@@ -241,6 +241,7 @@ def test_cli_set_list_and_the_interactive_walk(db_url: str, tmp_path: Path) -> N
 def test_the_walk_on_a_real_terminal_takes_single_key_presses(sqlite_url: str, tmp_path: Path) -> None:
     import pty
     import select as select_module
+    import termios
 
     store = open_store(sqlite_url)
     w = world(store)
@@ -271,12 +272,19 @@ def test_the_walk_on_a_real_terminal_takes_single_key_presses(sqlite_url: str, t
                     break
         assert marker in plain(), plain().decode(errors="replace")[-2000:]
 
+    def wait_raw(timeout: float = 60.0) -> None:
+        """Until the prompt has put the terminal in raw mode (a key typed before it would be flushed)."""
+        deadline = time.monotonic() + timeout
+        while termios.tcgetattr(main_fd)[3] & termios.ICANON and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not termios.tcgetattr(main_fd)[3] & termios.ICANON, "the prompt never read a single key"
+
     # Each key once the prompt is up and the terminal is in raw mode: one key, no Enter.
     read_until(b"k skip")
-    time.sleep(1.0)
+    wait_raw()
     os.write(main_fd, b"y")
     read_until(b"[2/2]")
-    time.sleep(1.0)
+    wait_raw()
     os.write(main_fd, b"q")
     read_until(b"confirmed 1, relabelled 0, dismissed 0, notes 0, skipped 0, left 1")
     assert proc.wait(timeout=60) == 0
