@@ -60,6 +60,7 @@ def monitor_cli(cwd: Path, db: str, *args: str) -> subprocess.CompletedProcess[s
     return cli("--db", db, *args, cwd=cwd)
 
 
+@pytest.mark.slow
 def test_whole_corpus_loads_once_and_reloads_as_a_no_op(sqlite_url: str, shared: Path) -> None:
     corpus = shared / "arxiv" / "corpus.jsonl"
     store = open_store(sqlite_url)
