@@ -1,14 +1,25 @@
-"""Helpers for the operations tests: a small snapshot, settings, a config file, the `monitor` command."""
+"""Helpers for the operations tests: a small snapshot, settings, a config file, the `monitor` command.
+
+`cli` runs the command in this process (the same `main`, the same exit codes and output, a second
+or more faster than a fresh interpreter); `monitor_process` and `start_paused` start a real process,
+for what only one proves: kills, signals, pause points, locks held by another process.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import gzip
+import io
 import json
+import logging
 import os
+import signal
 import subprocess
 import sys
 import time
+import traceback
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +99,15 @@ def env(**extra: str) -> dict[str, str]:
 def monitor(
     config: Path, *args: str, timeout: float = 300, **env_extra: str
 ) -> subprocess.CompletedProcess[str]:
+    """`monitor --config <config> <args>`, in this process unless a pause point asks for a real one."""
+    if "MONITOR_TEST_PAUSE_AT" in env_extra:  # a paused process must be one that can be killed
+        return monitor_process(config, *args, timeout=timeout, **env_extra)
+    return cli("--config", str(config), *args, environ=env(**env_extra))
+
+
+def monitor_process(
+    config: Path, *args: str, timeout: float = 300, **env_extra: str
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [MONITOR, "--config", str(config), *args],
         capture_output=True,
@@ -95,6 +115,100 @@ def monitor(
         timeout=timeout,
         env=env(**env_extra),
     )
+
+
+@contextlib.contextmanager
+def _swapped_environ(environ: Mapping[str, str]) -> Iterator[None]:
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(environ)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+@contextlib.contextmanager
+def _consoles_rebuilt_after() -> Iterator[None]:
+    """The consoles built again for this process once a command that rebuilt them for itself ends."""
+    import monitor.cli.context as context
+
+    try:
+        yield
+    finally:
+        context.console.__init__()
+        context.err_console.__init__(stderr=True)
+
+
+@contextlib.contextmanager
+def _fresh_process_state() -> Iterator[list[Any]]:
+    """What a new process would start with and leave behind: no log handlers (so `--verbose` reaches
+    stderr), this process's signal handlers back afterwards, and every store the command opened closed."""
+    import monitor.cli.context as context
+
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    signals = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    opened: list[Any] = []
+    real_open = context.open_store
+
+    def recording_open(*args: Any, **kwargs: Any) -> Any:
+        opened.append(real_open(*args, **kwargs))
+        return opened[-1]
+
+    root.handlers = []
+    context.open_store = recording_open
+    # Built as at a new process's import: width from COLUMNS, colour from the (captured) streams.
+    context.console.__init__()
+    context.err_console.__init__(stderr=True)
+    try:
+        yield opened
+    finally:
+        context.open_store = real_open
+        for store in opened:
+            store.close()
+        for handler in root.handlers:
+            handler.close()
+        root.handlers, root.level = handlers, level
+        for number, handler in signals.items():
+            signal.signal(number, handler)
+
+
+def cli(
+    *args: str, environ: Mapping[str, str] | None = None, cwd: Path | None = None, stdin: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """`monitor <args>` run by `monitor.cli.main` in this process, as the console script would run it:
+    its stdout, stderr and exit code (an uncaught exception: its traceback and 1, as Python exits)."""
+    from monitor.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    argv = [MONITOR, *args]
+    code: int = 0
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_consoles_rebuilt_after())
+        stack.enter_context(_swapped_environ(env() if environ is None else environ))
+        if cwd is not None:
+            stack.enter_context(contextlib.chdir(cwd))
+        stack.enter_context(contextlib.redirect_stdout(out))
+        stack.enter_context(contextlib.redirect_stderr(err))
+        stack.enter_context(_fresh_process_state())
+        saved_argv, saved_stdin = sys.argv, sys.stdin
+        sys.argv, sys.stdin = argv, io.StringIO(stdin)
+        try:
+            main()
+        except SystemExit as exc:
+            if exc.code is None or isinstance(exc.code, int):
+                code = exc.code or 0
+            else:  # sys.exit("message"): Python prints it and exits 1
+                print(exc.code, file=sys.stderr)
+                code = 1
+        except Exception:  # noqa: BLE001 - what the interpreter does with an uncaught exception
+            traceback.print_exc()
+            code = 1
+        finally:
+            sys.argv, sys.stdin = saved_argv, saved_stdin
+    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
 
 
 def start_paused(config: Path, point: str, marker: Path, *args: str) -> subprocess.Popen[str]:
@@ -124,15 +238,13 @@ def wait_paused(proc: subprocess.Popen[str], marker: Path, point: str, timeout: 
     raise AssertionError(f"monitor never reached {point}")
 
 
-def bare_monitor(*args: str, cwd: Path, **env_extra: str) -> subprocess.CompletedProcess[str]:
-    """`python -m monitor <args>` in `cwd` with no MONITOR_*/OPENAI_* variable but those given."""
+def bare_environ(**env_extra: str) -> dict[str, str]:
+    """This environment with no MONITOR_*/OPENAI_* variable but those given."""
     clean = {k: v for k, v in os.environ.items() if not k.upper().startswith(("MONITOR_", "OPENAI_"))}
     clean.update(COLUMNS="200", NO_COLOR="1", **env_extra)
-    return subprocess.run(
-        [sys.executable, "-m", "monitor", *args],
-        cwd=cwd,
-        env=clean,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return clean
+
+
+def bare_monitor(*args: str, cwd: Path, **env_extra: str) -> subprocess.CompletedProcess[str]:
+    """`monitor <args>` in `cwd` with no MONITOR_*/OPENAI_* variable but those given."""
+    return cli(*args, environ=bare_environ(**env_extra), cwd=cwd)

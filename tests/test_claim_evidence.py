@@ -8,12 +8,11 @@ import datetime as dt
 import json
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from digest_world import TRUSTED_ENV, World, trusted_settings
+from ops_helpers import cli
 from rich.console import Console
 
 from monitor.review.queue import decisions, review_queue
@@ -123,8 +122,7 @@ def test_how_a_note_names_or_paraphrases_its_paper() -> None:
 def _monitor(db_url: str, cwd: Path, *args: str) -> str:
     env = dict(os.environ, MONITOR_DATABASE__URL=db_url, COLUMNS="400", **TRUSTED_ENV)
     env.pop("MONITOR_CONFIG", None)
-    command = [sys.executable, "-c", "from monitor.cli import main; main()", *args]
-    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
+    done = cli(*args, environ=env, cwd=cwd)
     assert done.returncode == 0, done.stderr
     return done.stdout
 

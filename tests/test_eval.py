@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from ops_helpers import cli
 
 from monitor.errors import InputError
 from monitor.judge.evaluate import Pair, Prediction, as_three_way, read_pairs, score, verdict_precision
@@ -144,14 +144,7 @@ SMALL_PAIRS = [
 def _monitor(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "MONITOR_JUDGE"))}
     env["HF_HUB_OFFLINE"] = "1"
-    return subprocess.run(
-        [sys.executable, "-c", "from monitor.cli import main; main()", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return cli(*args, environ=env, cwd=cwd)
 
 
 def test_eval_cli_json_and_tables(tmp_path: Path) -> None:
@@ -206,10 +199,9 @@ def test_openai_eval_counts_a_bad_answer_and_goes_on_and_writes_predictions(tmp_
             "MONITOR_JUDGE__MAX_RETRIES": "0",
         }
         out = tmp_path / "predictions.jsonl"
-        result = subprocess.run(
-            [sys.executable, "-c", "from monitor.cli import main; main()", "eval", "--pairs", str(path),
-             "--judge", "openai", "--json", "--predictions", str(out)],
-            cwd=tmp_path, env={**os.environ, **env}, capture_output=True, text=True, timeout=120,
+        result = cli(
+            "eval", "--pairs", str(path), "--judge", "openai", "--json", "--predictions", str(out),
+            environ={**os.environ, **env}, cwd=tmp_path,
         )  # fmt: skip
         first_user = next(m["content"] for m in llm.requests[0].body["messages"] if m["role"] == "user")
     assert result.returncode == 0, result.stderr
@@ -244,15 +236,9 @@ def test_openai_eval_counts_an_unreadable_reply_as_an_error_and_goes_on(tmp_path
             "MONITOR_JUDGE__MAX_RETRIES": "0",
             "COLUMNS": "200",
         }
-        run = [sys.executable, "-c", "from monitor.cli import main; main()", "eval", "--pairs", str(path)]
-        as_json = subprocess.run(
-            [*run, "--judge", "openai", "--json"],
-            cwd=tmp_path, env={**os.environ, **env}, capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
-        tables = subprocess.run(
-            [*run, "--judge", "openai"],
-            cwd=tmp_path, env={**os.environ, **env}, capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
+        run = ["eval", "--pairs", str(path)]
+        as_json = cli(*run, "--judge", "openai", "--json", environ={**os.environ, **env}, cwd=tmp_path)
+        tables = cli(*run, "--judge", "openai", environ={**os.environ, **env}, cwd=tmp_path)
     assert as_json.returncode == 0, as_json.stderr
     data = json.loads(as_json.stdout)
     assert data["n"] == 3 and data["errors"] == 1

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 from ops_helpers import MONITOR, REPO, env, monitor, write_config, write_snapshot
 from sqlalchemy import func, select
 
@@ -58,6 +59,7 @@ def test_fetch_judge_report_on_a_fresh_store(db_url: str, tmp_path: Path) -> Non
         store.close()
 
 
+@pytest.mark.slow
 def test_the_sample_quickstart_judges_the_reported_week_and_says_what_comes_next(tmp_path: Path) -> None:
     """`monitor run --source sample` in a fresh directory holding only seeds/, as the README says."""
     shutil.copytree(REPO / "seeds", tmp_path / "seeds")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import urllib.request
 
+import pytest
 from llama_server import LlamaServer, llama_server  # noqa: F401 - the session fixture
 from sqlalchemy import select
 
@@ -28,6 +29,8 @@ ABSTRACT = (
     "Across seven models, RL updates only 5 to 30 percent of the parameters, while supervised "
     "fine-tuning updates nearly all of them."
 )
+
+pytestmark = pytest.mark.slow  # a real model answering on the CPU: minutes on two busy cores
 
 
 def judge_settings(server: LlamaServer, **extra: object) -> dict[str, object]:

@@ -284,9 +284,11 @@ def test_dry_run_estimates_without_calling(store: Store, llm: ScriptedLLM) -> No
 
 def test_retired_claims_and_old_versions_are_not_judged(store: Store, llm: ScriptedLLM) -> None:
     seed(store, papers=1, claims=2)
+    assert judge_pending(store, settings_for(llm), dry_run=True).pending == 2  # the v1 candidates count
     add_paper(store, "2501.00000", version=2)  # the v1 candidates are now stale
     add_claim(store, "c9")
     add_candidate(store, "2501.00000", "c9", version=2)
+    assert judge_pending(store, settings_for(llm), dry_run=True).pending == 1  # only c9's v2 candidate
     with store.session() as s:
         s.get(Claim, "c9").retired_at = dt.datetime(2026, 1, 1)
     assert judge_pending(store, settings_for(llm), dry_run=True).pending == 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from ops_helpers import cli
 from sqlalchemy import func, select
 
 from monitor.claims.ids import claim_id
@@ -259,8 +260,6 @@ def test_crash_mid_scan_loses_nothing_and_rerun_finishes(store, monkeypatch: pyt
 
 def test_cli_relevance_command(db_url: str, tmp_path) -> None:
     import os
-    import subprocess
-    import sys
 
     from monitor.store import open_store
 
@@ -269,14 +268,7 @@ def test_cli_relevance_command(db_url: str, tmp_path) -> None:
     relevant, _ = add_papers(store, [RELEVANT, UNRELATED])
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MONITOR_", "OPENAI_"))}
     env.update(MONITOR_ARXIV_MIN_DELAY="0", COLUMNS="200", NO_COLOR="1", MONITOR_RELEVANCE__METHOD="bm25")
-    done = subprocess.run(
-        [sys.executable, "-m", "monitor", "--db", db_url, "relevance"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = cli("--db", db_url, "relevance", environ=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "2 paper version(s) scanned against 1 claim(s), 1 new candidate(s)" in done.stdout
     assert candidates(store) == [(relevant, 1, cid)]

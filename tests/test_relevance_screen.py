@@ -6,13 +6,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from llm_server import Reply, ScriptedLLM, completion, error_body
+from ops_helpers import cli
 from pydantic import SecretStr
 from schema_fixtures import load_schema
 from sqlalchemy import inspect, select, text
@@ -231,14 +230,7 @@ def test_judge_dry_run_estimates_the_screen_and_calls_nothing(
         OPENAI_BASE_URL=llm.url,
         OPENAI_API_KEY=SECRET,
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "monitor", "--db", db_url, "judge", "--dry-run"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = cli("--db", db_url, "judge", "--dry-run", environ=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert re.search(r"relevance screen \(estimate\): 2 call\(s\) for 2 pending pair\(s\)", done.stdout)
     assert llm.requests == []

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from digest_world import TRUSTED_ENV, World, sample, trusted_settings
+from ops_helpers import cli
 from sqlalchemy import func, select
 
 from monitor import files as files_module
@@ -97,18 +98,11 @@ def test_a_failed_write_leaves_the_old_file_and_no_temp_files(store, tmp_path, m
 
 
 def run_cli(args: list[str], db_url: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    """The real console entry point in a child process."""
+    """The real console entry point, `monitor.cli.main`."""
     env = dict(os.environ, MONITOR_DATABASE__URL=db_url, MONITOR_PATHS__REPORTS=str(tmp_path / "reports"))
     env.update(TRUSTED_ENV)
     env.pop("MONITOR_CONFIG", None)
-    return subprocess.run(
-        [sys.executable, "-c", "from monitor.cli import main; main()", *args],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return cli(*args, environ=env, cwd=tmp_path)
 
 
 def main_in_process(

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from digest_world import TRUSTED_ENV, World, trusted_settings
+from ops_helpers import cli
 from schema_fixtures import load_schema
 from sqlalchemy import text
 
@@ -210,8 +211,7 @@ def test_cli_set_list_and_the_interactive_walk(db_url: str, tmp_path: Path) -> N
     env.pop("MONITOR_CONFIG", None)
 
     def monitor(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-c", "from monitor.cli import main; main()", *args]
-        return subprocess.run(command, cwd=tmp_path, env=env, input=stdin, capture_output=True, text=True)
+        return cli(*args, environ=env, cwd=tmp_path, stdin=stdin)
 
     listed = monitor("review", "list", "--json")
     assert listed.returncode == 0, listed.stderr
@@ -263,6 +263,7 @@ def test_a_note_alone_is_listed_among_the_reviewed_pairs(
 def test_the_walk_on_a_real_terminal_takes_single_key_presses(sqlite_url: str, tmp_path: Path) -> None:
     import pty
     import select as select_module
+    import termios
 
     store = open_store(sqlite_url)
     w = world(store)
@@ -293,12 +294,19 @@ def test_the_walk_on_a_real_terminal_takes_single_key_presses(sqlite_url: str, t
                     break
         assert marker in plain(), plain().decode(errors="replace")[-2000:]
 
+    def wait_raw(timeout: float = 60.0) -> None:
+        """Until the prompt has put the terminal in raw mode (a key typed before it would be flushed)."""
+        deadline = time.monotonic() + timeout
+        while termios.tcgetattr(main_fd)[3] & termios.ICANON and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not termios.tcgetattr(main_fd)[3] & termios.ICANON, "the prompt never read a single key"
+
     # Each key once the prompt is up and the terminal is in raw mode: one key, no Enter.
     read_until(b"k skip")
-    time.sleep(1.0)
+    wait_raw()
     os.write(main_fd, b"y")
     read_until(b"[2/2]")
-    time.sleep(1.0)
+    wait_raw()
     os.write(main_fd, b"q")
     read_until(b"confirmed 1, relabelled 0, dismissed 0, notes 0, skipped 0, left 1")
     assert proc.wait(timeout=60) == 0

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from digest_world import TRUSTED_ENV, World, trusted_settings
 from llm_server import Reply, ScriptedLLM, completion
+from ops_helpers import cli
 from sqlalchemy import select
 
 from monitor.claims.importer import import_claims
@@ -210,10 +211,7 @@ def test_the_walk_and_the_commands(tmp_path: Path, llm) -> None:
     env.pop("MONITOR_CONFIG", None)
 
     def monitor(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-c", "from monitor.cli import main; main()", *args]
-        return subprocess.run(
-            command, input=stdin, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120
-        )
+        return cli(*args, environ=env, cwd=tmp_path, stdin=stdin)
 
     llm.push(reply())
     proposed = monitor("review", "reword", "propose")

@@ -7,12 +7,12 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from arxiv_replay import ArxivReplay, rows_from_corpus
+from ops_helpers import cli
 from sqlalchemy import select
 
 from monitor.errors import ConfigError
@@ -26,14 +26,7 @@ def monitor(
     tmp_path: Path, db: str, *args: str, env: dict[str, str] | None = None, timeout: float = 180
 ) -> subprocess.CompletedProcess:
     full_env = {**os.environ, "MONITOR_ARXIV_MIN_DELAY": "0", **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "monitor", "--db", db, *args],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=full_env,
-        timeout=timeout,
-    )
+    return cli("--db", db, *args, environ=full_env, cwd=tmp_path)
 
 
 def test_fetch_api_records_a_run_with_its_counts(tmp_path: Path, shared: Path) -> None:

@@ -6,12 +6,11 @@ import datetime as dt
 import gzip
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from ops_helpers import cli, start_paused, write_config
 from ops_helpers import monitor as ops_monitor
-from ops_helpers import start_paused, write_config
 from sqlalchemy import func, insert, select
 from sqlalchemy.exc import IntegrityError
 
@@ -58,10 +57,10 @@ def write_jsonl(path: Path, rows: list[dict | str]) -> Path:
 
 
 def monitor_cli(cwd: Path, db: str, *args: str) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "monitor", "--db", db, *args]
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, timeout=120)
+    return cli("--db", db, *args, cwd=cwd)
 
 
+@pytest.mark.slow
 def test_whole_corpus_loads_once_and_reloads_as_a_no_op(sqlite_url: str, shared: Path) -> None:
     corpus = shared / "arxiv" / "corpus.jsonl"
     store = open_store(sqlite_url)
@@ -169,13 +168,13 @@ def test_shipped_sample_is_small_real_and_covers_the_eval_and_last_week(
 def test_cli_fetch_prints_a_summary_and_bad_input_exits_3(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'm.db'}"
     snap = write_jsonl(tmp_path / "s.jsonl", [row("2608.00001"), row("2608.00002")])
-    cmd = [sys.executable, "-m", "monitor", "--db", db, "fetch", "--source", str(snap)]
-    done = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    cmd = ["--db", db, "fetch", "--source", str(snap)]
+    done = cli(*cmd, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "2 new" in done.stdout and "0 request(s)" in done.stdout
     bad = write_jsonl(tmp_path / "bad.jsonl", [row("2608.00003"), "{oops"])
     cmd[-1] = str(bad)
-    done = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    done = cli(*cmd, cwd=tmp_path)
     assert done.returncode == 3
     assert "bad.jsonl:2: not valid JSON" in done.stderr and "Traceback" not in done.stderr
     assert "at column 2" in done.stderr  # where on the line, not just which line

@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from monitor.config import Settings
 from monitor.embeddings import model_files
 from monitor.judge.factory import make_judge
 from monitor.judge.grounding import ground
@@ -95,7 +96,8 @@ def test_the_shipped_model_is_the_local_provider_and_small(judge: StudentJudge) 
     config_, model_path, _ = load_config()
     assert model_path.stat().st_size < 30_000_000
     assert set(config_.thresholds) == {"SUPPORTS", "RELAXES", "OVERTURNS"}
-    assert make_judge.__module__ and type(judge).name == "local"
+    assert type(judge).name == "local"
+    assert isinstance(make_judge(Settings(judge={"provider": "local"})), StudentJudge)  # what "local" builds
     assert judge.model.startswith("minilm-student-int8-")
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from ops_helpers import cli
 from sqlalchemy import func, select
 
 from monitor.store import open_store
@@ -24,8 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def monitor(cwd: Path, db: str, *args: str) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "monitor", "--db", db, *args]
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, timeout=120)
+    return cli("--db", db, *args, cwd=cwd)
 
 
 def test_printable_keeps_text_tabs_and_newlines_and_drops_every_control_character() -> None:
