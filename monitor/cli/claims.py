@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from monitor.cli.context import AppContext, console, ctx_of
-from monitor.config import Settings
+
+if TYPE_CHECKING:
+    from monitor.config import Settings
 
 app = typer.Typer()
 seeds_app = typer.Typer(help="Import the research library's seed exports and your own claim files.")
