@@ -131,7 +131,7 @@ def cpu_session(model_path: Path) -> ort.InferenceSession:
 
     Worker threads that spin while waiting for work burn a shared CPU (cron jobs, other services, a
     second monitor): measured on the embedded judge, spinning doubled the CPU time of a run for the
-    same wall time on two busy cores (docs/performance.md). Sleeping threads change no number.
+    same wall time on two busy cores (README, "A week's speed"). Sleeping threads change no number.
     """
     import onnxruntime as ort
 
