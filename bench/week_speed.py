@@ -32,6 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from sqlalchemy import func, select
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -42,6 +43,7 @@ from monitor.judge.sentences import split_sentences  # noqa: E402
 from monitor.judge.student import Encoded, StudentJudge, decide, pad_batch  # noqa: E402
 from monitor.judge.work import pending_units  # noqa: E402
 from monitor.store import open_store  # noqa: E402
+from monitor.store.models import Assessment  # noqa: E402
 
 
 def timed_monitor(work: Path, *args: str) -> dict[str, object]:
@@ -64,10 +66,6 @@ def week(work: Path, papers: int) -> dict[str, object]:
     judge = timed_monitor(work, "judge")
     report = timed_monitor(work, "report", "--period", WEEK)
     with open_store(f"sqlite:///{work / 'monitor.db'}").session() as session:
-        from sqlalchemy import func, select
-
-        from monitor.store.models import Assessment
-
         pairs = session.scalar(select(func.count()).select_from(Assessment)) or 0
     return {
         "papers": fetched,

@@ -130,8 +130,9 @@ def cpu_session(model_path: Path) -> ort.InferenceSession:
     """An onnxruntime session on the CPU, set up for a machine shared with other work.
 
     Worker threads that spin while waiting for work burn a shared CPU (cron jobs, other services, a
-    second monitor): measured on the embedded judge, spinning doubled the CPU time of a run for the
-    same wall time on two busy cores (README, "A week's speed"). Sleeping threads change no number.
+    second monitor): on two busy cores the embedded judge's spinning session took twice the CPU time
+    and twice the wall time of this one for the same pairs (README, "A week's speed"). Sleeping threads
+    change no number.
     """
     import onnxruntime as ort
 
