@@ -74,7 +74,9 @@ def sample_week(work: Path) -> dict[str, object]:
     return out
 
 
-def volume_week(work: Path, papers: int) -> dict[str, object]:
+def prepare_week(work: Path, papers: int) -> int:
+    """A store in `work` with the seeds and `papers` corpus papers (not held out) fetched into one ISO
+    week, nothing judged yet; returns how many papers were fetched."""
     setup(work)
     held = {
         line.strip()
@@ -97,10 +99,15 @@ def volume_week(work: Path, papers: int) -> dict[str, object]:
     snapshot.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     monitor(work, "seeds", "import")
     monitor(work, "fetch", "--source", str(snapshot))
+    return len(rows)
+
+
+def volume_week(work: Path, papers: int) -> dict[str, object]:
+    fetched = prepare_week(work, papers)
     _, judge_s = monitor(work, "judge")
     _, report_s = monitor(work, "report", "--period", WEEK)
     out = measure(work / "reports" / f"digest-{WEEK}.md")
-    out.update(papers=len(rows), judge_s=round(judge_s, 1), report_s=round(report_s, 1))
+    out.update(papers=fetched, judge_s=round(judge_s, 1), report_s=round(report_s, 1))
     return out
 
 

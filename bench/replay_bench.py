@@ -68,6 +68,9 @@ def run_replay(url: str, work: Path, args: argparse.Namespace) -> dict[str, obje
     data = json.loads(out)
     return {
         "wall_s": round(wall, 1),
+        # On a shared machine wall time inflates with the load; CPU time much less.
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
+        "load_1min_at_end": os.getloadavg()[0],
         "peak_rss_mib": round(peak_kib / 1024, 1),
         "periods": data["periods"],
         "papers": data["papers"],

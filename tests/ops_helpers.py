@@ -146,26 +146,27 @@ def _fresh_process_state() -> Iterator[list[Any]]:
     """What a new process would start with and leave behind: no log handlers (so `--verbose` reaches
     stderr), this process's signal handlers back afterwards, and every store the command opened closed."""
     import monitor.cli.context as context
+    import monitor.store as stores  # where the CLI's context imports open_store from, on first use
 
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level
     signals = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     opened: list[Any] = []
-    real_open = context.open_store
+    real_open = stores.open_store
 
     def recording_open(*args: Any, **kwargs: Any) -> Any:
         opened.append(real_open(*args, **kwargs))
         return opened[-1]
 
     root.handlers = []
-    context.open_store = recording_open
+    stores.open_store = recording_open
     # Built as at a new process's import: width from COLUMNS, colour from the (captured) streams.
     context.console.__init__()
     context.err_console.__init__(stderr=True)
     try:
         yield opened
     finally:
-        context.open_store = real_open
+        stores.open_store = real_open
         for store in opened:
             store.close()
         for handler in root.handlers:

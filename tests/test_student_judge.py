@@ -151,3 +151,38 @@ def test_a_missing_model_is_a_clear_error(tmp_path) -> None:
 
     with pytest.raises(ConfigError, match="train_student.py"):
         load_config(tmp_path)
+
+
+# --- how it runs -------------------------------------------------------------------------------------
+
+
+def test_the_student_runs_on_sleeping_threads_with_unchanged_numbers(judge: StudentJudge, shared) -> None:
+    """Real pairs (the domain dev set): the shipped session's threads sleep when idle (spinning ones
+    doubled a run's CPU on a shared machine) and it gives exactly the numbers of onnxruntime's default
+    session, one pair a call; a paper's claims judged together get each pair's own numbers (no batch
+    neighbours: the int8 model quantises activations per call)."""
+    import onnxruntime as ort
+
+    from monitor.judge.student import pad_batch
+
+    options = judge.session.get_session_options()
+    for entry in ("session.intra_op.allow_spinning", "session.inter_op.allow_spinning"):
+        assert options.get_session_config_entry(entry) == "0"
+    default = ort.SessionOptions()
+    default.log_severity_level = 3
+    reference = ort.InferenceSession(str(judge.model_path), default, providers=["CPUExecutionProvider"])
+    rows = [json.loads(line) for line in (shared / "eval" / "domain_dev.jsonl").read_text().splitlines()]
+    papers: dict[str, tuple[PaperText, list[ClaimText]]] = {}
+    for i, row in enumerate(rows):
+        paper = PaperText(row["arxiv_id"], 1, row["title"], row["abstract"])
+        papers.setdefault(row["arxiv_id"], (paper, []))[1].append(ClaimText(f"c{i}", row["claim"]))
+    assert len(papers) < len(rows)  # some papers carry several claims: one call each
+    for paper, claims in papers.values():
+        together, _ = judge.probabilities(paper, claims)
+        sentences = split_sentences(paper.abstract)
+        for claim, probs in zip(claims, together, strict=True):
+            encoded = judge.encoder.encode(claim.text, paper.title, sentences)
+            logits = reference.run(["logits"], pad_batch([(encoded.ids, encoded.types)]))[0]
+            assert np.array_equal(judge.config.probabilities(logits)[0], probs)
+            alone, _ = judge.probabilities(paper, [claim])
+            assert np.array_equal(alone[0], probs)

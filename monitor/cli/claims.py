@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from monitor.cli.context import AppContext, console, ctx_of
 from monitor.cli.doctor import PORT_HELP, print_chosen, print_detection
-from monitor.config import Settings
+
+if TYPE_CHECKING:
+    from monitor.config import Settings
 
 app = typer.Typer()
 seeds_app = typer.Typer(help="Import the research library's seed exports and your own claim files.")

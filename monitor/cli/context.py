@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 
-from monitor.config import Settings, load_settings
-from monitor.store import Store, open_store
-from monitor.store.db import require_existing
+if TYPE_CHECKING:
+    # Imported where first used: `monitor --help` must not pay for pydantic and SQLAlchemy.
+    from monitor.config import Settings
+    from monitor.store import Store
 
 console = Console()
 err_console = Console(stderr=True)
@@ -30,6 +32,8 @@ class AppContext:
     @property
     def settings(self) -> Settings:
         if self._settings is None:
+            from monitor.config import load_settings
+
             self._settings = load_settings(self.config)
             if self.db_url:
                 self._settings.database.url = self.db_url
@@ -38,6 +42,8 @@ class AppContext:
     @property
     def store(self) -> Store:
         if self._store is None:
+            from monitor.store import open_store
+
             db = self.settings.database
             self._store = open_store(db.url, echo=db.echo, busy_timeout_seconds=db.busy_timeout_seconds)
         return self._store
@@ -46,6 +52,8 @@ class AppContext:
     def existing_store(self) -> Store:
         """The store for commands that only read: a missing database is an error, never created."""
         if self._store is None:
+            from monitor.store.db import require_existing
+
             require_existing(self.settings.database.url)
         return self.store
 

@@ -17,6 +17,7 @@ toward no verdict.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -34,6 +35,8 @@ from monitor.judge.sentences import Sentence, split_sentences
 from monitor.llm.texts import ClaimText, PaperText, Recorder
 
 if TYPE_CHECKING:
+    import onnxruntime as ort
+
     from monitor.relevance.bm25 import Lexicon
 
 MODEL_DIR = "student"
@@ -273,16 +276,18 @@ class StudentJudge(Judge):
 
     def __init__(self, settings: object | None = None, *, directory: Path | None = None) -> None:
         del settings  # the embedded model has nothing to configure
-        import onnxruntime as ort
-
         from monitor.embeddings import model_files
 
-        self.config, model_path, digest = load_config(directory)
+        self.config, self.model_path, digest = load_config(directory)
         self.model = f"minilm-student-int8-{digest}"
         self.encoder = PairEncoder(model_files()[1], self.config.max_tokens, self.config.claim_tokens)
-        options = ort.SessionOptions()
-        options.log_severity_level = 3
-        self.session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+
+    @functools.cached_property
+    def session(self) -> ort.InferenceSession:
+        """Loaded on first use: a dry run or a run with nothing pending needs only the cache key."""
+        from monitor.embeddings import cpu_session
+
+        return cpu_session(self.model_path)
 
     def probabilities(self, paper: PaperText, claims: Sequence[ClaimText]) -> tuple[np.ndarray, list[int]]:
         """Calibrated probabilities (claims x labels) and each claim's best-overlapping sentence."""
@@ -295,7 +300,8 @@ class StudentJudge(Judge):
         sentences = split_sentences(paper.abstract)
         encoded = [self.encoder.encode(c.text, paper.title, sentences) for c in claims]
         # One pair a run: int8 dynamic quantisation scales activations over the whole batch, so a
-        # batched pair's answer would depend on its neighbours (and unpadded runs waste nothing).
+        # batched pair's answer would depend on its neighbours; measured on a 6,000-paper week
+        # (bench/week_speed.py), batches of 8 changed 11-16 of 2,223 labels and saved no CPU.
         logits = np.concatenate(
             [self.session.run(["logits"], pad_batch([(e.ids, e.types)]))[0] for e in encoded]
         )

@@ -106,6 +106,10 @@ def make_engine(url: str, echo: bool = False, busy_timeout_seconds: float = BUSY
             cur = dbapi_conn.cursor()  # type: ignore[attr-defined]
             # WAL lets a reader (monitor claims) run beside a writer (monitor run).
             cur.execute("PRAGMA journal_mode=WAL")
+            # In WAL mode NORMAL syncs at checkpoints, not at every commit: a process that dies loses
+            # nothing committed, a power cut at most the last commits (assessments a rerun judges
+            # again), and the file stays consistent. FULL spent 16 of a week's 90 s judging in fsync.
+            cur.execute("PRAGMA synchronous=NORMAL")
             cur.execute("PRAGMA foreign_keys=ON")
             cur.execute(f"PRAGMA busy_timeout={busy_ms}")
             cur.close()
