@@ -13,6 +13,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from monitor.claims.ids import text_hash
 from monitor.judge.base import LABELS, Judge
 from monitor.judge.prompts import JudgePrompts
 from monitor.llm.cost import estimate_tokens
@@ -32,14 +33,6 @@ def cache_key(
     """The identity of one judgement: the same inputs are never judged twice (unless forced)."""
     payload = json.dumps([arxiv_id, version, claim_text, judge, model, prompt_version], ensure_ascii=False)
     return hashlib.sha256(payload.encode()).hexdigest()
-
-
-def _text_hash(text: str) -> str:
-    try:
-        from monitor.claims.ids import text_hash
-    except ImportError:  # the claims stage defines the canonical hash; plain sha256 until then
-        return hashlib.sha256(text.encode()).hexdigest()
-    return text_hash(text)
 
 
 @dataclass
@@ -136,7 +129,7 @@ def pending_units(
             if summary is not None:
                 summary.parked += 1
             continue
-        pair = Pair(ClaimText(id=claim_id, text=text, date_text=date_text), key, _text_hash(text))
+        pair = Pair(ClaimText(id=claim_id, text=text, date_text=date_text), key, text_hash(text))
         same_paper = current is not None and (current.paper.arxiv_id, current.paper.version) == (
             arxiv_id,
             version,
