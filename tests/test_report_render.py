@@ -246,7 +246,7 @@ def test_a_broken_user_template_is_a_config_error(lite, tmp_path) -> None:
     settings = trusted_settings()
     settings.report.templates_dir = tmp_path
     with pytest.raises(ConfigError, match="digest.md.j2:1"):
-        render(gather_digest(lite, settings, WEEK, ask_llm=False), "md", settings)
+        render(gather_digest(lite, settings, WEEK), "md", settings)
 
 
 def test_older_work_behind_a_verdict_is_named(lite) -> None:

@@ -66,22 +66,19 @@ def report_command(
     force: Annotated[bool, typer.Option("--force", help="With --email: send even if already sent.")] = False,
 ) -> None:
     """Write the digest for a period (default: the last complete ISO week) and optionally mail it."""
-    from monitor.report.digest import write_digest
+    from monitor.report.digest import choose_period
     from monitor.report.show import check_formats, print_digest_result
+    from monitor.schedule.pipeline import ask_step, email_step, report_step
     from monitor.store.runs import recorded_run
 
     app_ctx = ctx_of(ctx)
     settings = app_ctx.settings
+    formats = check_formats(fmt)
     with recorded_run(app_ctx.existing_store, "report") as run:
-        result = write_digest(
-            app_ctx.store,
-            settings,
-            period=period or settings.report.period,
-            since=day(since),
-            until=day(until),
-            formats=check_formats(fmt),
-            run=run,
-            force=force,
-            email=email or None,
-        )
+        store = app_ctx.store
+        chosen = choose_period(store, period or settings.report.period, day(since), day(until), run=run)
+        asked = ask_step(store, settings, run, chosen)
+        result = report_step(store, settings, run, chosen, asked, formats)
+        if email or settings.report.email:
+            result.sent = email_step(store, settings, run, [result.digest_id], force=force) != []
     print_digest_result(console, result)

@@ -1,6 +1,5 @@
-"""The digest: render a period's view-model (gather.py), write it, record it, and send it when asked.
-
-Imports go one way: this module -> delivery.py (sending) -> gather.py (the view-model).
+"""The digest: render a period's view-model (gather.py), write it and record it. Sending is
+delivery.py's, called from one place (`schedule/pipeline.py email_step`).
 """
 
 from __future__ import annotations
@@ -14,11 +13,11 @@ from typing import Any
 
 from monitor.config import Settings
 from monitor.files import write_together
-from monitor.report.delivery import send_digest
 from monitor.report.feed import write_feed
 from monitor.report.gather import gather_digest
 from monitor.report.period import Period, resolve_period
 from monitor.report.render import fmt_date, render
+from monitor.report.research import DigestAsks
 from monitor.report.views import Digest
 from monitor.store.db import Store
 from monitor.store.digests import save_digest
@@ -73,23 +72,47 @@ def _data_today(store: Store, spec: str, today: dt.date, run: RunRecord | None) 
         return today
     shifted = newest + dt.timedelta(days=7) if spec == "week" else _first_of_next_month(newest)
     note = f"newest stored paper is from {newest}; reporting the period that holds it, not the last one"
-    log.warning(note)
+    log.info(note)  # the caller chose to follow the store (`follow_store`); nothing is wrong
     if run is not None:
         run.warnings.append(note)
     return shifted
 
 
 def reported_period(
-    store: Store, spec: str = "week", today: dt.date | None = None, run: RunRecord | None = None
+    store: Store,
+    spec: str = "week",
+    today: dt.date | None = None,
+    run: RunRecord | None = None,
+    follow_store: bool = True,
 ) -> Period:
-    """The period a default digest (`spec` week or month) reports: the last complete one, or for a store
-    filled from a snapshot the one holding its newest paper (`_data_today`)."""
-    today = _data_today(store, spec, today or dt.datetime.now(dt.UTC).date(), run)
+    """The period a default digest (`spec` week or month) reports: the last complete one, or, with
+    `follow_store`, for a store filled from a snapshot the one holding its newest paper (`_data_today`)."""
+    today = today or dt.datetime.now(dt.UTC).date()
+    if follow_store:
+        today = _data_today(store, spec, today, run)
     return resolve_period(spec, None, None, today)
 
 
 def _first_of_next_month(day: dt.date) -> dt.date:
     return (day.replace(day=28) + dt.timedelta(days=4)).replace(day=1)
+
+
+def choose_period(
+    store: Store,
+    period: str | Period | None = "week",
+    since: dt.date | None = None,
+    until: dt.date | None = None,
+    today: dt.date | None = None,
+    run: RunRecord | None = None,
+    follow_store: bool = True,
+) -> Period:
+    """The period asked for: a Period, a key (2026-W12, 2026-03), a custom range, or the default week
+    or month (`reported_period`, which with `follow_store` moves to a stale store's last period)."""
+    if isinstance(period, Period):
+        return period
+    if period in (None, "week", "month") and since is None and until is None:
+        return reported_period(store, period or "week", today, run, follow_store)
+    return resolve_period(period, since, until, today)
 
 
 def write_digest(
@@ -100,23 +123,20 @@ def write_digest(
     until: dt.date | None = None,
     formats: list[str] | None = None,
     run: RunRecord | None = None,
-    force: bool = False,
-    email: bool | None = None,
     today: dt.date | None = None,
+    asked: DigestAsks | None = None,
+    follow_store: bool = True,
 ) -> DigestResult:
-    """Render the period's digest to settings.paths.reports and record it; optionally email it.
+    """Render the period's digest to settings.paths.reports and record it; it is never mailed here
+    (`schedule/pipeline.py email_step` is where mail leaves).
 
     Markdown is always written (it is the source of truth); `formats` may add "html". Re-rendering a
-    period overwrites its files and updates its one `digests` row. With `email` (default
-    settings.report.email) the digest is sent unless it was already sent for this period (`force` resends).
+    period overwrites its files and updates its one `digests` row. `asked`: what the ask step before
+    it (report/asks.py) got from the LLM; the digest itself calls none. `follow_store`: see `choose_period`.
     """
-    default_period = not isinstance(period, Period) and period in (None, "week", "month")
-    if default_period and since is None and until is None:
-        chosen = reported_period(store, period or "week", today, run)
-    else:
-        chosen = period if isinstance(period, Period) else resolve_period(period, since, until, today)
+    chosen = choose_period(store, period, since, until, today, run, follow_store)
     wanted = ["md", *[f for f in (formats or settings.report.formats) if f != "md"]]
-    digest = gather_digest(store, settings, chosen, run)
+    digest = gather_digest(store, settings, chosen, asked)
     texts = {fmt: render(digest, fmt, settings) for fmt in wanted}
     paths = {fmt: Path(settings.paths.reports) / f"{chosen.stem}.{fmt}" for fmt in wanted}
     sha = content_hash(texts["md"], digest)
@@ -141,6 +161,4 @@ def write_digest(
     write_feed(store, settings)
     if run is not None:
         run.add("report", {"period": chosen.key, **{k: v for k, v in stats.items() if k != "verdicts"}})
-    if settings.report.email if email is None else email:
-        result.sent = send_digest(store, settings, digest_id, force=force)
     return result

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from monitor.judge.work import JudgeSummary
     from monitor.relevance import RelevanceSummary
     from monitor.report.period import Period
+    from monitor.report.research import DigestAsks
 
 log = logging.getLogger(__name__)
 
@@ -174,7 +175,12 @@ def _pipeline(
     step("verdicts", lambda: verdicts_step(store, settings, run))
     if not opts.report:
         return
-    digest = step("report", lambda: report_step(store, settings, run, period))
+    if period is None:
+        from monitor.report.digest import choose_period
+
+        period = choose_period(store, settings.report.period, run=run)
+    asked = step("ask", lambda: ask_step(store, settings, run, period))
+    digest = step("report", lambda: report_step(store, settings, run, period, asked))
     outcome.digest_id = digest.digest_id
     outcome.digest_paths = [str(p) for p in digest.paths.values()]
     email = settings.report.email if opts.email is None else opts.email
@@ -338,25 +344,49 @@ def verdicts_step(store: Store, settings: Settings, run: RunRecord, as_of: dt.da
     return compute_verdicts(store, settings, as_of=as_of, run=run)
 
 
-def report_step(store: Store, settings: Settings, run: RunRecord, period: Any = None) -> Any:
-    """Write the digest of `period` (default: settings.report.period); never mails it."""
+def ask_step(store: Store, settings: Settings, run: RunRecord | None, period: Period) -> DigestAsks:
+    """The LLM work the digest of `period` shows (proposed wordings, research questions), before it is
+    written, so the digest is a pure reader; recorded on the run as `asks`."""
+    from monitor.report.asks import ask_before_digest
+
+    return ask_before_digest(store, settings, period, run)
+
+
+def report_step(
+    store: Store,
+    settings: Settings,
+    run: RunRecord,
+    period: Period,
+    asked: DigestAsks | None = None,
+    formats: list[str] | None = None,
+) -> Any:
+    """Write the digest of `period` with what `ask_step` got; never mails it."""
     from monitor.report.digest import write_digest
 
     # Mail goes out in its own step (email_step), so a crash between writing and sending is caught up.
-    return write_digest(store, settings, period=period or settings.report.period, run=run, email=False)
+    return write_digest(store, settings, period=period, run=run, asked=asked, formats=formats)
 
 
-def email_step(store: Store, settings: Settings, run: RunRecord) -> list[int]:
-    """Send this run's digest and any recent one an earlier, killed run wrote but did not send."""
+def email_step(
+    store: Store,
+    settings: Settings,
+    run: RunRecord | None,
+    digest_ids: list[int] | None = None,
+    force: bool = False,
+) -> list[int]:
+    """The one place a digest is mailed from. Sends `digest_ids` (`monitor report --email`; `force`
+    resends one already sent), or else this run's digest and any recent one an earlier, killed run
+    wrote but did not send."""
     from monitor.report.delivery import send_digest
 
     sent: list[int] = []
-    for digest_id in pending_deliveries(store):
-        if send_digest(store, settings, digest_id):
+    for digest_id in pending_deliveries(store) if digest_ids is None else digest_ids:
+        if send_digest(store, settings, digest_id, force=force):
             sent.append(digest_id)
     with store.session() as s:
         periods = period_keys(s, sent)
-    run.counts["email"] = {"sent": len(sent), "periods": periods}  # printed by `monitor run`
+    if run is not None:
+        run.counts["email"] = {"sent": len(sent), "periods": periods}  # printed by `monitor run`
     return sent
 
 
