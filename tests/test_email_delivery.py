@@ -370,3 +370,14 @@ def test_a_rerender_keeps_the_email_state_so_the_resend_after_a_kill_warns(
     write_digest(lite, settings, "2026-W11")  # and the refused recipients stay recorded after it was sent
     assert sent_at(lite, result.digest_id)[2]["email_refused"] == ["bo@example.org"]
 
+
+def test_writing_a_digest_never_mails_it(store, smtp, tmp_path) -> None:
+    """Mail leaves from one place (pipeline.email_step), even with report.email on."""
+    sample(World(store))
+    box = Mailbox()
+    settings = mail_settings(tmp_path, smtp(box))
+    settings.report.email = True
+    result = write_digest(store, settings, "2026-W11")
+    assert box.messages == [] and sent_at(store, result.digest_id)[0] is None
+    assert email_step(store, settings, None, [result.digest_id]) == [result.digest_id]
+    assert len(box.messages) == 1

@@ -238,3 +238,45 @@ def test_digests_follow_the_umask_and_a_killed_writes_temp_files_are_cleaned(sto
         os.umask(previous)
     assert path.stat().st_mode & 0o777 == 0o644  # not mkstemp's 0600
     assert not stale.exists() and fresh.exists()
+
+
+def test_the_caller_decides_whether_a_stale_store_moves_the_period(store, tmp_path, caplog) -> None:
+    """Following a snapshot store's last week is the caller's choice, said at info level, not a warning."""
+    World(store).paper("2608.00001", "Old snapshot paper", published=dt.date(2026, 8, 21))
+    settings = settings_for(tmp_path)
+    kept = write_digest(store, settings, today=dt.date(2026, 11, 22), follow_store=False)
+    assert kept.period.key == "2026-W46"  # the last complete week before that Sunday
+    with caplog.at_level("INFO", logger="monitor.report.digest"):
+        moved = write_digest(store, settings, today=dt.date(2026, 11, 22))
+    assert moved.period.key == "2026-W34"
+    [notice] = [r for r in caplog.records if "newest stored paper" in r.getMessage()]
+    assert notice.levelname == "INFO"
+
+
+def test_the_digest_cost_prices_batch_answers_at_half(store, tmp_path) -> None:
+    """The digest's cost line applies the Batch API price the judge applies (llm/cost.token_cost)."""
+    from monitor.report.gather import gather_digest
+    from monitor.report.period import resolve_period
+    from monitor.store.records import LLMExchange
+
+    sample(World(store))
+    settings = settings_for(tmp_path)
+    settings.judge.price_input_per_million, settings.judge.price_output_per_million = 2.0, 8.0
+    week = resolve_period("2026-W11")
+    with store.session() as s:
+        for form in ("json_schema", "batch"):
+            s.add(
+                LLMExchange(
+                    provider="openai",
+                    model="m",
+                    prompt_version="v",
+                    request={},
+                    response_format=form,
+                    prompt_tokens=1_000_000,
+                    completion_tokens=1_000_000,
+                    created_at=dt.datetime(2026, 3, 11),
+                )
+            )
+    summary = gather_digest(store, settings, week).summary
+    assert summary.tokens == 4_000_000
+    assert summary.cost_usd == pytest.approx(10.0 + 5.0)

@@ -213,3 +213,22 @@ def test_questions_no_line_can_get_are_explained_once_for_the_whole_digest(lite,
     assert llm.requests == []
     quiet = render(gather_digest(lite, llm_settings(llm), WEEK), "md", Settings())
     assert quiet.count("Research questions were not asked for this digest.") == 1 and llm.requests == []
+
+
+def test_the_digest_asks_nothing_and_the_ask_step_records_on_the_run(lite, llm) -> None:
+    """gather_digest is a pure reader; the ask step before it calls the LLM and records it on the run."""
+    sample(World(lite))
+    settings = llm_settings(llm)
+    digest = gather_digest(lite, settings, WEEK)
+    assert llm.requests == [] and {line.questions.state for line in digest.lines} <= {
+        "not_asked",
+        "no_evidence",
+    }
+    run = start_run(lite, "report")
+    asked = ask_before_digest(lite, settings, WEEK, run)
+    assert len(llm.requests) == 1 and asked.questions["rl"].state == "ok"
+    assert run.counts["asks"]["questions"] == {"no_evidence": 1, "ok": 1}
+    # Read back without asking: the stored answer, no further call.
+    again = gather_digest(lite, settings, WEEK)
+    assert next(line for line in again.lines if line.id == "rl").questions.state == "ok"
+    assert len(llm.requests) == 1
