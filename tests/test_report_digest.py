@@ -263,6 +263,7 @@ def test_the_digest_cost_prices_batch_answers_at_half(store, tmp_path) -> None:
     settings = settings_for(tmp_path)
     settings.judge.price_input_per_million, settings.judge.price_output_per_million = 2.0, 8.0
     week = resolve_period("2026-W11")
+    before = gather_digest(store, settings, week).summary
     with store.session() as s:
         for form in ("json_schema", "batch"):
             s.add(
@@ -277,6 +278,6 @@ def test_the_digest_cost_prices_batch_answers_at_half(store, tmp_path) -> None:
                     created_at=dt.datetime(2026, 3, 11),
                 )
             )
-    summary = gather_digest(store, settings, week).summary
-    assert summary.tokens == 4_000_000
-    assert summary.cost_usd == pytest.approx(10.0 + 5.0)
+    after = gather_digest(store, settings, week).summary
+    assert after.tokens - before.tokens == 4_000_000
+    assert after.cost_usd - before.cost_usd == pytest.approx(10.0 + 5.0)  # live 2 + 8, batch half of that
