@@ -11,7 +11,7 @@ from monitor.embeddings import model_files
 from monitor.judge.factory import make_judge
 from monitor.judge.grounding import ground
 from monitor.judge.sentences import split_sentences
-from monitor.judge.student import PairEncoder, StudentConfig, StudentJudge, decide, load_config
+from monitor.judge.student import PairEncoder, StudentConfig, StudentJudge, decide_stance, load_config
 from monitor.llm.texts import ClaimText, PaperText
 
 ABSTRACT = (
@@ -46,26 +46,32 @@ def judge() -> StudentJudge:
 
 
 def test_a_stance_above_its_threshold_is_stated() -> None:
-    d = decide(np.array([0.8, 0.05, 0.05, 0.1]), config({"SUPPORTS": 0.7, "RELAXES": 0.7, "OVERTURNS": 0.7}))
+    d = decide_stance(
+        np.array([0.8, 0.05, 0.05, 0.1]), config({"SUPPORTS": 0.7, "RELAXES": 0.7, "OVERTURNS": 0.7})
+    )
     assert (d.label, d.abstained) == ("SUPPORTS", False)
     assert d.confidence == pytest.approx(0.8)
 
 
 def test_a_related_pair_below_the_threshold_is_stance_unclear() -> None:
-    d = decide(np.array([0.45, 0.3, 0.05, 0.2]), config({"SUPPORTS": 0.7, "RELAXES": 0.7, "OVERTURNS": 0.7}))
+    d = decide_stance(
+        np.array([0.45, 0.3, 0.05, 0.2]), config({"SUPPORTS": 0.7, "RELAXES": 0.7, "OVERTURNS": 0.7})
+    )
     assert (d.label, d.abstained) == ("SUPPORTS", True)
 
 
 def test_a_label_that_never_reached_the_precision_is_never_stated() -> None:
     # OVERTURNS at 0.95 but its threshold is 1.01 (never precise enough on the calibration slice).
-    d = decide(
+    d = decide_stance(
         np.array([0.01, 0.02, 0.95, 0.02]), config({"SUPPORTS": 0.7, "RELAXES": 0.7, "OVERTURNS": 1.01})
     )
     assert (d.label, d.abstained) == ("OVERTURNS", True)
 
 
 def test_an_unrelated_pair_is_unrelated_not_unclear() -> None:
-    d = decide(np.array([0.2, 0.1, 0.05, 0.65]), config({"SUPPORTS": 0.1, "RELAXES": 0.7, "OVERTURNS": 0.7}))
+    d = decide_stance(
+        np.array([0.2, 0.1, 0.05, 0.65]), config({"SUPPORTS": 0.1, "RELAXES": 0.7, "OVERTURNS": 0.7})
+    )
     assert (d.label, d.abstained) == ("UNRELATED", False)
     assert d.confidence == pytest.approx(0.65)
 

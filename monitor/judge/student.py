@@ -89,7 +89,7 @@ class Decision:
     abstained: bool
 
 
-def decide(probs: np.ndarray, config: StudentConfig) -> Decision:
+def decide_stance(probs: np.ndarray, config: StudentConfig) -> Decision:
     """State the most likely stance where its calibrated precision is high enough; else abstain.
 
     "Related" is 1 - P(UNRELATED): a pair more likely related than not, with no stance confident
@@ -309,7 +309,7 @@ class StudentJudge(Judge):
         sentences, probs, encoded = self._run(paper, claims)
         out = []
         for claim, row, pair in zip(claims, probs, encoded, strict=True):
-            decision = decide(row, self.config)
+            decision = decide_stance(row, self.config)
             sentence = sentences[pair.best].text if pair.best >= 0 else ""
             evidence = sentence if decision.label != "UNRELATED" else ""
             out.append(

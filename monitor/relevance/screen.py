@@ -199,7 +199,7 @@ def pending_screen_units(store: Store, per_call: int, claim_ids: list[str] | Non
     return units
 
 
-def estimate_units(units: list[ScreenUnit], prompts: ScreenPrompts) -> tuple[int, int]:
+def estimate_screen_units(units: list[ScreenUnit], prompts: ScreenPrompts) -> tuple[int, int]:
     """Each unit's estimated tokens; returns the (prompt, completion) totals."""
     prompt = completion = 0
     for unit in units:
@@ -267,7 +267,7 @@ def _screen_units(
 ) -> None:
     budget = settings.judge.token_budget
     if budget is not None:
-        estimate_units(units, screen.prompts)
+        estimate_screen_units(units, screen.prompts)
     failed: set[tuple[str, int]] = set()
     done: set[tuple[str, int]] = set()
 
@@ -303,7 +303,7 @@ def estimate_screen(store: Store, settings: Settings) -> dict[str, object]:
     """What screening the pending pairs would take (calls, tokens, USD at the judge's rates, halved
     with `relevance.screen_batch`). Calls nothing: this is `monitor judge --dry-run`'s view of the screen."""
     units = pending_screen_units(store, settings.relevance.screen_claims_per_call, None)
-    prompt, completion = estimate_units(units, load_screen_prompts(settings.judge.prompts_dir))
+    prompt, completion = estimate_screen_units(units, load_screen_prompts(settings.judge.prompts_dir))
     cost = token_cost(settings, prompt, completion, batch=settings.relevance.screen_batch)
     return {
         "pairs": sum(len(u.claims) for u in units),

@@ -24,7 +24,7 @@ from monitor.relevance.screen import (
     LLMScreen,
     ScreenSummary,
     ScreenUnit,
-    estimate_units,
+    estimate_screen_units,
     parse_screen,
     pending_screen_units,
     save_answer,
@@ -140,7 +140,7 @@ def _submit(
         unit.claims = [c for c in unit.claims if _pair_key(unit.paper, c.id) not in carried]
         if unit.claims:
             units.append(unit)
-    estimate_units(units, screen.prompts)
+    estimate_screen_units(units, screen.prompts)
     budget = settings.judge.token_budget
     chosen, exhausted = within_budget(units, lambda u: u.estimated_tokens, budget)
     if exhausted:

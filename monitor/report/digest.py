@@ -18,7 +18,7 @@ from monitor.report.gather import gather_digest
 from monitor.report.period import Period, resolve_period
 from monitor.report.render import fmt_date, render
 from monitor.report.research import DigestAsks
-from monitor.report.views import Digest
+from monitor.report.views import DigestView
 from monitor.store.db import Store
 from monitor.store.digests import save_digest
 from monitor.store.papers import newest_published
@@ -49,7 +49,7 @@ class DigestResult:
         }
 
 
-def content_hash(markdown: str, digest: Digest) -> str:
+def content_hash(markdown: str, digest: DigestView) -> str:
     """sha256 of the Markdown without its generation time, so it changes only when the content does."""
     return hashlib.sha256(markdown.replace(fmt_date(digest.generated_at), "").encode()).hexdigest()
 

@@ -28,7 +28,7 @@ from monitor.report.views import (
     TRIAGE_PER_CLAIM,
     AnchorView,
     ClaimView,
-    Digest,
+    DigestView,
     EvidenceView,
     LineView,
     Summary,
@@ -170,7 +170,7 @@ def _summary(s: Session, settings: Settings, period: Period, claims: list[ClaimV
 
 def gather_digest(
     store: Store, settings: Settings, period: Period, asked: DigestAsks | None = None
-) -> Digest:
+) -> DigestView:
     """Build the digest view-model for one period. A pure reader: it calls no LLM and writes nothing.
 
     Research questions are `asked`'s (the ask step before the digest, report/asks.py), else an earlier
@@ -206,7 +206,7 @@ def gather_digest(
         found = asked.questions.get(line.id) if asked is not None else None
         line.questions = found or research_questions(store, settings, line, line.detailed, ask=False)
     attach_strongest(store, settings, period, now, lines)
-    return Digest(
+    return DigestView(
         title=settings.report.title,
         period=period,
         generated_at=dt.datetime.now(dt.UTC).replace(microsecond=0, tzinfo=None),

@@ -197,7 +197,7 @@ class Summary:
 
 
 @dataclass
-class Digest:
+class DigestView:
     """Everything a digest template needs."""
 
     title: str

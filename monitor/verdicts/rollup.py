@@ -47,7 +47,7 @@ class VerdictChange:
     previous_status: str | None
     status_changed: bool  # False when only the papers behind an unchanged status moved
     as_of: dt.date
-    evidence: list[int]  # assessment ids that moved it
+    assessment_ids: list[int]  # that moved it (the JSON's `evidence` is the papers' arXiv ids)
     last_changed: dt.date | None
     verdict_id: int
 
@@ -219,7 +219,7 @@ def compute_verdicts(
             prior = latest_verdict(s, claim.id, day)
             details = verdict_details(outcome)
             unchanged = prior is not None and prior.status == outcome.status
-            if unchanged and sorted(prior.evidence) == outcome.mover_ids and prior.details == details:
+            if unchanged and sorted(prior.assessment_ids) == outcome.mover_ids and prior.details == details:
                 continue
             previous = prior.status if prior is not None else None
             row = Verdict(
@@ -228,7 +228,7 @@ def compute_verdicts(
                 previous_status=previous,
                 changed=outcome.status != (previous or UNTESTED),
                 as_of=day,
-                evidence=outcome.mover_ids,
+                assessment_ids=outcome.mover_ids,
                 summary=summarise(outcome),
                 details=details,
                 run_id=run.id if run else None,
@@ -242,7 +242,7 @@ def compute_verdicts(
                     previous_status=previous,
                     status_changed=row.changed,
                     as_of=day,
-                    evidence=outcome.mover_ids,
+                    assessment_ids=outcome.mover_ids,
                     last_changed=outcome.last_changed,
                     verdict_id=row.id,
                 )
@@ -289,7 +289,7 @@ def current_verdicts(store: Store, line_id: str | None = None) -> list[CurrentVe
                     status=current.status if current else UNTESTED,
                     as_of=current.as_of if current else None,
                     summary=current.summary if current else "not computed yet",
-                    assessment_ids=list(current.evidence) if current else [],
+                    assessment_ids=list(current.assessment_ids) if current else [],
                     changed_at=moved[-1].as_of if moved else None,
                     status_since=dt.date.fromisoformat(since) if since else None,
                     papers=list(details.get("papers") or []),
