@@ -8,6 +8,7 @@ The usual `OPENAI_API_KEY` / `OPENAI_BASE_URL` are honoured for the OpenAI-compa
 from __future__ import annotations
 
 import json
+import logging
 import os
 import tomllib
 from pathlib import Path
@@ -18,6 +19,8 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from monitor.errors import ConfigError
 from monitor.progress import line_interval
+
+log = logging.getLogger(__name__)
 
 DEFAULT_CONFIG_FILE = "monitor.toml"
 ENV_PREFIX = "MONITOR_"
@@ -135,11 +138,25 @@ class RelevanceSettings(Section):
 LLM_JUDGE_RELEVANCE: dict[str, object] = {"share": 0.10, "method": "bm25"}
 
 
-class JudgeSettings(Section):
-    """The stance judge: the embedded model (local) or any OpenAI-compatible server (openai)."""
+# The embedded judge's name in config, on the command line and in docs. Its assessments are stored (and
+# their cache keys built) under EMBEDDED_JUDGE_STORED, the name it had first, so nothing is judged twice.
+EMBEDDED = "embedded"
+EMBEDDED_JUDGE_STORED = "local"
 
-    # auto: openai when base_url or an API key is set, else the embedded local model.
-    provider: Literal["auto", "local", "openai"] = "auto"
+
+def embedded_alias(value: Any, where: str) -> Any:
+    """The old name "local" of the embedded judge read as "embedded", with a one-line notice."""
+    if value != EMBEDDED_JUDGE_STORED:
+        return value
+    log.warning('%s "local" is now called "embedded"; read as "embedded"', where)
+    return EMBEDDED
+
+
+class JudgeSettings(Section):
+    """The stance judge: the embedded model (embedded) or any OpenAI-compatible server (openai)."""
+
+    # auto: openai when base_url or an API key is set, else the embedded model.
+    provider: Literal["auto", "embedded", "openai"] = "auto"
     model: str = "gpt-4o-mini"  # the openai provider's model name (part of every cache key)
     base_url: str | None = None  # an OpenAI-compatible server: http://127.0.0.1:8080/v1 (OPENAI_BASE_URL)
     api_key: SecretStr | None = None  # better set OPENAI_API_KEY in the environment; never logged
@@ -172,10 +189,15 @@ class JudgeSettings(Section):
         """An OpenAI-compatible server is configured (a base URL or an API key)."""
         return bool(self.base_url or self.api_key)
 
-    def resolved_provider(self) -> Literal["local", "openai"]:
+    @field_validator("provider", mode="before")
+    @classmethod
+    def _old_provider_name(cls, value: Any) -> Any:
+        return embedded_alias(value, "judge.provider")
+
+    def resolved_provider(self) -> Literal["embedded", "openai"]:
         if self.provider != "auto":
             return self.provider
-        return "openai" if self.has_server() else "local"
+        return "openai" if self.has_server() else EMBEDDED
 
 
 Stance = Literal["SUPPORTS", "RELAXES", "OVERTURNS"]
@@ -187,11 +209,12 @@ class VerdictSettings(Section):
     # A side's strength: the chance that at least one of its papers is right (docs/verdicts.md).
     move_strength: float = Field(0.8, gt=0.0, le=1.0)  # to make a claim DURABLE, PERISHABLE or CONTESTED
     overturn_strength: float = Field(0.9, gt=0.0, le=1.0)  # OVERTURNS strength for OVERTURNED
-    # judge name -> label -> measured precision (`monitor eval`); caps each label's confidence.
+    # judge name ("embedded", "openai", ...) -> label -> measured precision (`monitor eval`); caps each
+    # label's confidence.
     precision: dict[str, dict[Stance, Probability]] = Field(default_factory=dict)
     # Judges whose labels move a verdict only once a curator confirmed them in `monitor review`.
     # [] publishes every judge's verdicts unreviewed.
-    confirm_judges: list[str] = Field(default_factory=lambda: ["local"])
+    confirm_judges: list[str] = Field(default_factory=lambda: [EMBEDDED])
     min_confidence: float = Field(0.3, ge=0.0, le=1.0)  # assessments below are ignored
     recent_months: int = Field(6, ge=1)  # window for "strongest recent contradicting work"
     exclude_anchors: bool = True  # a line's own anchor papers are not new evidence for its claims

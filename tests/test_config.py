@@ -163,3 +163,21 @@ def test_relevance_cut_follows_the_judge(monkeypatch: pytest.MonkeyPatch, tmp_pa
     monkeypatch.delenv("MONITOR_RELEVANCE__SCREEN")
     monkeypatch.setenv("MONITOR_JUDGE__PROVIDER", "local")
     assert load_settings().relevance_in_force().share == 0.02
+
+
+def test_the_embedded_judge_has_one_name_and_local_still_loads(tmp_path: Path, caplog) -> None:
+    """`judge.provider = "local"` loads as "embedded" with a one-line notice; confirm_judges names it
+    "embedded" and still holds the stored rows' "local" labels for a curator."""
+    from monitor.verdicts.rules import EMBEDDED_JUDGE, Thresholds
+
+    config = tmp_path / "monitor.toml"
+    config.write_text('[judge]\nprovider = "local"\n')
+    with caplog.at_level("WARNING", logger="monitor.config"):
+        settings = load_settings(config)
+    assert settings.judge.provider == "embedded" and settings.judge.resolved_provider() == "embedded"
+    [notice] = [r.getMessage() for r in caplog.records if "embedded" in r.getMessage()]
+    assert notice == 'judge.provider "local" is now called "embedded"; read as "embedded"'
+    assert Settings().judge.resolved_provider() == "embedded"
+    assert Settings().verdicts.confirm_judges == ["embedded"]
+    assert Thresholds.from_settings(Settings().verdicts).confirm_judges == frozenset({EMBEDDED_JUDGE})
+    assert EMBEDDED_JUDGE == "local"  # what stored assessments carry, and their cache keys

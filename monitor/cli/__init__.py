@@ -22,8 +22,7 @@ from monitor.errors import MonitorError
 app = typer.Typer(
     name="monitor",
     help=(
-        "Watch arXiv and keep dated research claims honest: "
-        "which constraints are durable, which perishable."
+        "Watch arXiv and keep dated research claims honest: which constraints are durable, which perishable."
     ),
     no_args_is_help=True,
     pretty_exceptions_enable=False,

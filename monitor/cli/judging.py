@@ -53,7 +53,7 @@ def judge_command(
         bool, typer.Option("--dry-run", help="Count the calls and tokens a run would take; call nothing.")
     ] = False,
     provider: Annotated[
-        str | None, typer.Option("--provider", help="local | openai (default: from the config).")
+        str | None, typer.Option("--provider", help="embedded | openai (default: from the config).")
     ] = None,
     batch: Annotated[
         bool, typer.Option("--batch", help="OpenAI Batch API: collect finished batches, submit the rest.")
@@ -80,8 +80,14 @@ def judge_command(
 
     app_ctx = ctx_of(ctx)
     request = JudgeRequest(
-        force=force, claim_ids=claim, dry_run=dry_run, provider=provider, batch=batch, wait=wait,
-        relevance=not skip_relevance, progress=progress_wanted(),
+        force=force,
+        claim_ids=claim,
+        dry_run=dry_run,
+        provider=provider,
+        batch=batch,
+        wait=wait,
+        relevance=not skip_relevance,
+        progress=progress_wanted(),
     )
     with graceful_stop(StopFlag(again="monitor judge")) as flag:
         judge_once(app_ctx.store, app_ctx.settings, request, flag, _show)
@@ -169,7 +175,7 @@ def eval_command(
         str, typer.Option("--pairs", help="Labelled pairs file (JSON lines: claim, title, abstract, label).")
     ],
     judge_name: Annotated[
-        str | None, typer.Option("--judge", help="local | openai (default: from the config).")
+        str | None, typer.Option("--judge", help="embedded | openai (default: from the config).")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")] = False,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N pairs.")] = None,

@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-from monitor.config import Settings
+from monitor.config import EMBEDDED, Settings, embedded_alias
 from monitor.errors import ConfigError
 from monitor.judge.base import Judge
 
-PROVIDERS = ("local", "openai")
+PROVIDERS = (EMBEDDED, "openai")
 
 
 def make_judge(settings: Settings, provider: str | None = None) -> Judge:
-    """Build the judge for `provider` ("local" | "openai"; None: settings.judge.resolved_provider())."""
-    chosen = provider or settings.judge.resolved_provider()
+    """Build the judge for `provider` ("embedded" | "openai", "local" read as "embedded"; None:
+    settings.judge.resolved_provider())."""
+    chosen = embedded_alias(provider, "the judge provider") or settings.judge.resolved_provider()
     if chosen == "openai":
         from monitor.judge.openai_judge import OpenAIJudge
 
         return OpenAIJudge(settings.judge)
-    if chosen == "local":
+    if chosen == EMBEDDED:
         # Imported only when asked for: the embedded model's dependencies are heavier.
         from monitor.judge.student import StudentJudge
 

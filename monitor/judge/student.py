@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from monitor.config import EMBEDDED_JUDGE_STORED
 from monitor.errors import ConfigError
 from monitor.judge.base import LABELS, Judge, Judgement, Label
 from monitor.judge.sentences import Sentence, split_sentences
@@ -266,7 +267,7 @@ def measured_coverage(directory: Path | None = None) -> Coverage | None:
 class StudentJudge(Judge):
     """The distilled cross-encoder; deterministic and offline."""
 
-    name = "local"
+    name = EMBEDDED_JUDGE_STORED  # stored on its assessments and part of their cache keys
     prompt_version = "student-v1"
     # All of a paper's claims in one call: the abstract is split once for them.
     claims_per_call = 64

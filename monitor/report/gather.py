@@ -44,7 +44,7 @@ from monitor.store.lines import active_lines, ungrounded_anchors
 from monitor.store.models import Anchor, Claim, Line
 from monitor.store.papers import abstracts_of, count_first_seen, count_published
 from monitor.verdicts.rollup import outcomes
-from monitor.verdicts.rules import LOCAL_JUDGE, STATUSES, EvidenceItem, EvidenceSummary, Outcome
+from monitor.verdicts.rules import EMBEDDED_JUDGE, STATUSES, EvidenceItem, EvidenceSummary, Outcome
 from monitor.verdicts.sources import anchor_ids_by_claim
 
 OTHER_LINE_ID = "_other"
@@ -55,7 +55,7 @@ LATER_SENTENCE_SHARE = 0.8
 
 def _triaged(item: EvidenceItem, now: Outcome) -> bool:
     """The embedded judge's stance that nobody confirmed, or withheld: listed without a stance."""
-    return item.judge == LOCAL_JUDGE and not item.reviewed and (item.abstained or item in now.held)
+    return item.judge == EMBEDDED_JUDGE and not item.reviewed and (item.abstained or item in now.held)
 
 
 def _claim_view(

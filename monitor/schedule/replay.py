@@ -195,7 +195,7 @@ def replay(
     start: dt.date,
     end: dt.date,
     every: Every = "week",
-    judge: str | None = "local",
+    judge: str | None = "embedded",
     stop: StopFlag | None = None,
     lock: RunLock | None = None,
     on_period: Callable[[PeriodResult], None] | None = None,

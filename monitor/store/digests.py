@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import ColumnElement, case, func, select
 from sqlalchemy.orm import Session
 
+from monitor.config import EMBEDDED_JUDGE_STORED
 from monitor.store.candidates import SCREEN_DROPPED
 from monitor.store.claims import is_active
 from monitor.store.models import Assessment, Candidate, Claim, Paper
@@ -73,7 +74,10 @@ def period_usage(
     made in [start, stop)."""
     judged_here = _judged_for_period(first, last, start, stop)
     judged, embedded = session.execute(
-        select(func.count(), func.coalesce(func.sum(case((Assessment.judge == "local", 1), else_=0)), 0))
+        select(
+            func.count(),
+            func.coalesce(func.sum(case((Assessment.judge == EMBEDDED_JUDGE_STORED, 1), else_=0)), 0),
+        )
         .select_from(Assessment)
         .where(judged_here)
     ).one()
