@@ -32,6 +32,7 @@ def relevance_command(
     locked = run_lock(store, settings) if settings.relevance.screen == "llm" else nullcontext()
     with locked, recorded_run(store, "relevance") as run:
         summary = select_candidates(store, settings, run=run, claim_ids=claim or None)
+        run.record(summary)
     console.print(
         f"relevance ({summary.method}): {summary.papers_scanned} paper version(s) scanned against "
         f"{summary.claims} claim(s), [bold]{summary.candidates_added}[/] new candidate(s), "

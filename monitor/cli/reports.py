@@ -79,6 +79,7 @@ def report_command(
         chosen = choose_period(store, period or settings.report.period, day(since), day(until), run=run)
         asked = ask_step(store, settings, run, chosen)
         result = report_step(store, settings, run, chosen, asked, formats)
+        run.record(result)
         if email or settings.report.email:
             result.sent = email_step(store, settings, run, [result.digest_id], force=force) != []
     print_digest_result(console, result)

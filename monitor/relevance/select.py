@@ -17,6 +17,7 @@ import hashlib
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import ClassVar
 
 import numpy as np
 from sqlalchemy.orm import Session
@@ -39,7 +40,9 @@ from monitor.store.scan_marks import scanned_upto, set_scanned_upto
 
 @dataclass
 class RelevanceSummary:
-    """What one relevance pass did."""
+    """What one relevance pass did (recorded on the run as `relevance` by the caller: StageCounts)."""
+
+    stage: ClassVar[str] = "relevance"
 
     papers_scanned: int = 0  # distinct paper versions scored for at least one claim
     claims: int = 0  # active claims considered
@@ -56,6 +59,9 @@ class RelevanceSummary:
         out = asdict(self)
         out["seconds"] = round(self.seconds, 2)
         return out
+
+    def stage_counts(self) -> dict[str, object]:
+        return self.as_dict()
 
 
 def load_claim_queries(session: Session, claim_ids: Sequence[str] | None = None) -> list[ClaimQuery]:
@@ -214,8 +220,6 @@ def select_candidates(
         screened = screen_pending(store, settings, run=run, claim_ids=list(claim_ids) if claim_ids else None)
         summary.screen = screened.as_dict()
     summary.seconds = time.monotonic() - began
-    if run is not None:
-        run.add("relevance", summary.as_dict())
     return summary
 
 

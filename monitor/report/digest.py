@@ -9,7 +9,7 @@ import hashlib
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from monitor.config import Settings
 from monitor.files import write_together
@@ -29,7 +29,9 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class DigestResult:
-    """What `write_digest` did."""
+    """What `write_digest` did (recorded on the run as `report` by the caller: StageCounts)."""
+
+    stage: ClassVar[str] = "report"
 
     period: Period
     digest_id: int
@@ -47,6 +49,9 @@ class DigestResult:
             "sent": self.sent,
             **self.stats,
         }
+
+    def stage_counts(self) -> dict[str, Any]:
+        return {"period": self.period.key, **{k: v for k, v in self.stats.items() if k != "verdicts"}}
 
 
 def content_hash(markdown: str, digest: DigestView) -> str:
@@ -159,6 +164,4 @@ def write_digest(
     digest_id = write_together({paths[fmt]: texts[fmt] for fmt in wanted}, record)
     result = DigestResult(chosen, digest_id, paths, stats, sha)
     write_feed(store, settings)
-    if run is not None:
-        run.add("report", {"period": chosen.key, **{k: v for k, v in stats.items() if k != "verdicts"}})
     return result

@@ -26,7 +26,7 @@ from monitor.schedule.signals import Interrupted, StopFlag
 from monitor.store.db import Store
 from monitor.store.digests import period_keys, unsent_digests
 from monitor.store.models import utcnow
-from monitor.store.runs import RunRecord, run_status, save_progress
+from monitor.store.runs import RunRecord, StageCounts, run_status, save_progress
 from monitor.testhooks import pause_at
 
 if TYPE_CHECKING:
@@ -94,6 +94,8 @@ class Steps:
         started = time.monotonic()
         result = work()
         if self.run is not None:
+            if isinstance(result, StageCounts):  # a stage returns its counts; the run records them here
+                self.run.record(result)
             self.run.counts.setdefault("seconds", {})[name] = round(time.monotonic() - started, 2)
             save_progress(self.store, self.run)
         if shown is not None:
