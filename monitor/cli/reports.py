@@ -29,7 +29,7 @@ def verdicts_command(
     app_ctx = ctx_of(ctx)
     if not no_refresh:
         with recorded_run(app_ctx.existing_store, "verdicts") as run:
-            compute_verdicts(app_ctx.store, app_ctx.settings, run=run)
+            run.record(compute_verdicts(app_ctx.store, app_ctx.settings, run=run))
     rows = current_verdicts(app_ctx.existing_store, line_id=line)
     print_verdicts(console, rows, as_json=as_json)
 

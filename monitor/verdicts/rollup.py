@@ -11,6 +11,7 @@ import datetime as dt
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar
 
 from sqlalchemy.orm import Session
 
@@ -50,6 +51,26 @@ class VerdictChange:
     assessment_ids: list[int]  # that moved it (the JSON's `evidence` is the papers' arXiv ids)
     last_changed: dt.date | None
     verdict_id: int
+
+
+class VerdictRun(list[VerdictChange]):
+    """The rows `compute_verdicts` wrote, and its tally: recorded on the run as `verdicts` by the caller
+    (StageCounts)."""
+
+    stage: ClassVar[str] = "verdicts"
+
+    def __init__(self, changes: list[VerdictChange], as_of: dt.date, tally: dict[str, int]) -> None:
+        super().__init__(changes)
+        self.as_of, self.tally = as_of, tally
+
+    def stage_counts(self) -> dict[str, Any]:
+        return {
+            "as_of": self.as_of.isoformat(),
+            "claims": sum(self.tally.values()),
+            "rows_written": len(self),
+            "status_changed": sum(1 for c in self if c.status_changed),
+            **{k.lower(): v for k, v in self.tally.items()},
+        }
 
 
 @dataclass
@@ -202,10 +223,11 @@ def verdict_details(outcome: Outcome) -> dict[str, object]:
 
 def compute_verdicts(
     store: Store, settings: Settings, as_of: dt.date | None = None, run: RunRecord | None = None
-) -> list[VerdictChange]:
+) -> VerdictRun:
     """Recompute every active claim's verdict at `as_of` (default today, UTC) and record what changed.
 
     Only papers published on or before `as_of` count, so a replay can step through past weeks.
+    `run`: the run the rows are written by; the caller records the returned counts on it.
     """
     day = as_of or dt.datetime.now(dt.UTC).date()
     changes: list[VerdictChange] = []
@@ -247,18 +269,7 @@ def compute_verdicts(
                     verdict_id=row.id,
                 )
             )
-    if run is not None:
-        run.add(
-            "verdicts",
-            {
-                "as_of": day.isoformat(),
-                "claims": sum(tally.values()),
-                "rows_written": len(changes),
-                "status_changed": sum(1 for c in changes if c.status_changed),
-                **{k.lower(): v for k, v in tally.items()},
-            },
-        )
-    return changes
+    return VerdictRun(changes, day, tally)
 
 
 def current_verdicts(store: Store, line_id: str | None = None) -> list[CurrentVerdict]:
