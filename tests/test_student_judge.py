@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from monitor.embeddings import model_files
+from monitor.judge.embedded import EmbeddedConfig, EmbeddedJudge, PairEncoder, decide_stance, load_config
 from monitor.judge.factory import make_judge
 from monitor.judge.grounding import ground
 from monitor.judge.sentences import split_sentences
-from monitor.judge.student import PairEncoder, StudentConfig, StudentJudge, decide_stance, load_config
 from monitor.llm.texts import ClaimText, PaperText
 
 ABSTRACT = (
@@ -32,14 +32,14 @@ OFF_TOPIC = ClaimText(
 )
 
 
-def config(thresholds: dict[str, float]) -> StudentConfig:
+def config(thresholds: dict[str, float]) -> EmbeddedConfig:
     labels = ("SUPPORTS", "RELAXES", "OVERTURNS", "UNRELATED")
-    return StudentConfig(labels, 160, 48, 1.0, (0.0, 0.0, 0.0, 0.0), thresholds, 0.7)
+    return EmbeddedConfig(labels, 160, 48, 1.0, (0.0, 0.0, 0.0, 0.0), thresholds, 0.7)
 
 
 @pytest.fixture(scope="module")
-def judge() -> StudentJudge:
-    return StudentJudge()
+def judge() -> EmbeddedJudge:
+    return EmbeddedJudge()
 
 
 # --- decisions ---------------------------------------------------------------------------------------
@@ -97,7 +97,7 @@ def test_the_encoder_keeps_the_claim_and_the_sentences_that_share_its_words() ->
 # --- the shipped model -------------------------------------------------------------------------------
 
 
-def test_the_shipped_model_is_the_local_provider_and_small(judge: StudentJudge) -> None:
+def test_the_shipped_model_is_the_local_provider_and_small(judge: EmbeddedJudge) -> None:
     config_, model_path, _ = load_config()
     assert model_path.stat().st_size < 30_000_000
     assert set(config_.thresholds) == {"SUPPORTS", "RELAXES", "OVERTURNS"}
@@ -105,7 +105,7 @@ def test_the_shipped_model_is_the_local_provider_and_small(judge: StudentJudge) 
     assert judge.model.startswith("minilm-student-int8-")
 
 
-def test_the_paper_bears_on_its_own_finding_and_not_on_an_off_topic_claim(judge: StudentJudge) -> None:
+def test_the_paper_bears_on_its_own_finding_and_not_on_an_off_topic_claim(judge: EmbeddedJudge) -> None:
     probs, _ = judge.probabilities(PAPER, [CLAIM, OFF_TOPIC])
     unrelated = judge.config.labels.index("UNRELATED")
     related = 1.0 - probs[:, unrelated]
@@ -115,14 +115,14 @@ def test_the_paper_bears_on_its_own_finding_and_not_on_an_off_topic_claim(judge:
     assert (off_topic.label, off_topic.evidence) == ("UNRELATED", "")
 
 
-def test_evidence_is_a_verbatim_sentence_and_the_rationale_names_it(judge: StudentJudge) -> None:
+def test_evidence_is_a_verbatim_sentence_and_the_rationale_names_it(judge: EmbeddedJudge) -> None:
     (judgement,) = judge.judge(PAPER, [CLAIM])
     assert judgement.evidence in ABSTRACT and "5% to 30%" in judgement.evidence
     assert ground(judgement, PAPER).grounded
     assert "Sentence 3 of 4" in judgement.rationale and "cos" not in judgement.rationale
 
 
-def test_judging_is_deterministic_and_independent_of_batching(judge: StudentJudge) -> None:
+def test_judging_is_deterministic_and_independent_of_batching(judge: EmbeddedJudge) -> None:
     together = judge.judge(PAPER, [CLAIM, OFF_TOPIC])
     alone = [judge.judge(PAPER, [CLAIM])[0], judge.judge(PAPER, [OFF_TOPIC])[0]]
     for a, b in zip(together, alone, strict=True):
@@ -130,7 +130,7 @@ def test_judging_is_deterministic_and_independent_of_batching(judge: StudentJudg
         assert a.confidence == pytest.approx(b.confidence, abs=1e-3)
 
 
-def test_no_prior_on_claim_length(judge: StudentJudge) -> None:
+def test_no_prior_on_claim_length(judge: EmbeddedJudge) -> None:
     # Two dated claims of the seeds' length (20+ words): length does not decide, the content does.
     on_topic = ClaimText(
         "c3",

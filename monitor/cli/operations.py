@@ -77,7 +77,7 @@ def _print_next_steps(counts: dict[str, Any]) -> None:
         )
     if (counts.get("judge") or {}).get("judge") != EMBEDDED_JUDGE_STORED:
         return
-    from monitor.judge.student import measured_coverage
+    from monitor.judge.embedded import measured_coverage
 
     coverage = measured_coverage()
     found = f" (on held-out pairs, {coverage.found} of {coverage.bearing})" if coverage else ""

@@ -19,7 +19,7 @@ def make_judge(settings: Settings, provider: str | None = None) -> Judge:
         return OpenAIJudge(settings.judge)
     if chosen == EMBEDDED:
         # Imported only when asked for: the embedded model's dependencies are heavier.
-        from monitor.judge.student import StudentJudge
+        from monitor.judge.embedded import EmbeddedJudge
 
-        return StudentJudge(settings)
+        return EmbeddedJudge(settings)
     raise ConfigError(f"unknown judge provider {chosen!r}; choose one of {', '.join(PROVIDERS)}")

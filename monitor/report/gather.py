@@ -16,8 +16,8 @@ from collections import Counter
 from sqlalchemy.orm import Session
 
 from monitor.config import Settings
+from monitor.judge.embedded import measured_coverage, sentence_overlap, surface_words
 from monitor.judge.sentences import split_sentences
-from monitor.judge.student import measured_coverage, sentence_overlap, surface_words
 from monitor.llm.cost import token_cost
 from monitor.relevance.bm25 import Lexicon, load_lexicon
 from monitor.report.period import Period, day_range

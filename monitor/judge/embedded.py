@@ -37,6 +37,8 @@ from monitor.llm.texts import ClaimText, PaperText, Recorder
 if TYPE_CHECKING:
     from monitor.relevance.bm25 import Lexicon
 
+# The model files keep their first name (and the judge its stored name and prompt version, part of
+# every cache key): renaming them would re-judge every stored pair for nothing.
 MODEL_DIR = "student"
 _CLS, _SEP = "[CLS]", "[SEP]"
 # Words that often carry a stance; named in rationales so a reader sees what the sentence turns on.
@@ -49,7 +51,7 @@ _CUES = re.compile(
 
 
 @dataclass(frozen=True)
-class StudentConfig:
+class EmbeddedConfig:
     """What `student.json` holds: how inputs are built and how outputs are calibrated and decided."""
 
     labels: tuple[str, ...]
@@ -62,7 +64,7 @@ class StudentConfig:
     info: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> StudentConfig:
+    def from_dict(cls, data: dict[str, Any]) -> EmbeddedConfig:
         return cls(
             labels=tuple(data["labels"]),
             max_tokens=int(data["max_tokens"]),
@@ -90,7 +92,7 @@ class Decision:
     abstained: bool
 
 
-def decide_stance(probs: np.ndarray, config: StudentConfig) -> Decision:
+def decide_stance(probs: np.ndarray, config: EmbeddedConfig) -> Decision:
     """State the most likely stance where its calibrated precision is high enough; else abstain.
 
     "Related" is 1 - P(UNRELATED): a pair more likely related than not, with no stance confident
@@ -227,13 +229,13 @@ def _shipped_dir() -> Path:
     return Path(str(resources.files("monitor").joinpath("data", MODEL_DIR)))
 
 
-def load_config(directory: Path | None = None) -> tuple[StudentConfig, Path, str]:
+def load_config(directory: Path | None = None) -> tuple[EmbeddedConfig, Path, str]:
     """The config, the ONNX file, and a short hash of both (part of the judge's cache key)."""
     directory = directory or _shipped_dir()
     model_path = directory / "model.onnx"
     try:
         raw = (directory / "student.json").read_bytes()
-        config = StudentConfig.from_dict(json.loads(raw))
+        config = EmbeddedConfig.from_dict(json.loads(raw))
         digest = hashlib.sha256(raw + model_path.read_bytes()).hexdigest()[:10]
     except (OSError, ValueError, KeyError) as exc:
         raise ConfigError(
@@ -264,7 +266,7 @@ def measured_coverage(directory: Path | None = None) -> Coverage | None:
         return None
 
 
-class StudentJudge(Judge):
+class EmbeddedJudge(Judge):
     """The distilled cross-encoder; deterministic and offline."""
 
     name = EMBEDDED_JUDGE_STORED  # stored on its assessments and part of their cache keys
