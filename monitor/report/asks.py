@@ -24,6 +24,15 @@ def ask_before_digest(
 ) -> DigestAsks:
     """Propose wordings, then ask each line's research questions, for the digest of `period`."""
     asked = DigestAsks(period.key)
+    # Without an LLM there is nothing to ask: the digest says so itself, without gathering twice.
+    if settings.judge.has_server() or settings.judge.resolved_provider() == "openai":
+        _ask(store, settings, period, run, asked)
+    if run is not None:
+        run.add("asks", asked.as_dict())
+    return asked
+
+
+def _ask(store: Store, settings: Settings, period: Period, run: RunRecord | None, asked: DigestAsks) -> None:
     digest = gather_digest(store, settings, period)
     due = sorted({c.id for line in digest.lines for c in line.claims if c.conditions})  # claim id order
     if due and settings.judge.has_server():
@@ -35,6 +44,3 @@ def ask_before_digest(
             digest = gather_digest(store, settings, period)
     for line in digest.lines:
         asked.questions[line.id] = research_questions(store, settings, line, line.detailed, run)
-    if run is not None:
-        run.add("asks", asked.as_dict())
-    return asked
