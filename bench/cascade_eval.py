@@ -33,8 +33,8 @@ from relevance_bench import SHARED, load_papers, store_papers, teacher_positives
 
 from monitor.claims.importer import import_claims  # noqa: E402
 from monitor.config import Settings  # noqa: E402
+from monitor.judge.embedded import EmbeddedJudge  # noqa: E402
 from monitor.judge.estimate import alternatives  # noqa: E402
-from monitor.judge.student import StudentJudge  # noqa: E402
 from monitor.llm.texts import ClaimText, PaperText  # noqa: E402
 from monitor.relevance.reference import claim_cuts  # noqa: E402
 from monitor.relevance.scoring import PaperDoc  # noqa: E402
@@ -45,7 +45,7 @@ from monitor.store import open_store  # noqa: E402
 GROUPS = ("dev", "teacher", "test")
 
 
-def relatedness(judge: StudentJudge, paper: dict, claims: list[str]) -> list[float]:
+def relatedness(judge: EmbeddedJudge, paper: dict, claims: list[str]) -> list[float]:
     """1 - P(UNRELATED) of each claim against the paper, as the embedded judge computes it."""
     text = PaperText(paper["arxiv_id"], 1, paper["title"], paper["abstract"])
     probs, _ = judge.probabilities(text, [ClaimText(f"c{k}", c) for k, c in enumerate(claims)])
@@ -122,7 +122,7 @@ def main() -> None:
     corpus = {p["arxiv_id"]: p for p in load_papers(SHARED / "arxiv" / "corpus.jsonl", None)}
     corpus = {a: p for a, p in corpus.items() if a not in held}
     settings = Settings()
-    judge = StudentJudge()
+    judge = EmbeddedJudge()
     with tempfile.TemporaryDirectory() as tmp:
         store = open_store(f"sqlite:///{tmp}/cascade.db")
         import_claims(store, settings, [REPO / "seeds"])

@@ -25,15 +25,15 @@ from pathlib import Path
 
 import numpy as np
 
+from monitor.judge.embedded import EmbeddedJudge, decide_stance
 from monitor.judge.evaluate import Pair, read_pairs, score
-from monitor.judge.student import StudentJudge, decide
 from monitor.llm.texts import ClaimText, PaperText
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIFTS = (0.0, -0.5, -1.0, -1.5, -2.0, -2.5, -3.0)
 
 
-def probabilities(judge: StudentJudge, pairs: list[Pair]) -> np.ndarray:
+def probabilities(judge: EmbeddedJudge, pairs: list[Pair]) -> np.ndarray:
     rows = []
     for pair in pairs:
         paper = PaperText(pair.extra.get("arxiv_id", "x"), 1, pair.title, pair.abstract)
@@ -49,19 +49,19 @@ def auc(scores: np.ndarray, positive: np.ndarray) -> float:
     return float(wins / (len(pos) * len(neg)))
 
 
-def guesses(judge: StudentJudge, probs: np.ndarray, log_weights: np.ndarray) -> list[str]:
+def guesses(judge: EmbeddedJudge, probs: np.ndarray, log_weights: np.ndarray) -> list[str]:
     shifted = probs * np.exp(log_weights)
     shifted /= shifted.sum(axis=1, keepdims=True)
-    return [decide(row, judge.config).label for row in shifted]
+    return [decide_stance(row, judge.config).label for row in shifted]
 
 
-def unrelated_shift(judge: StudentJudge, shift: float) -> np.ndarray:
+def unrelated_shift(judge: EmbeddedJudge, shift: float) -> np.ndarray:
     weights = np.zeros(len(judge.config.labels))
     weights[judge.config.labels.index("UNRELATED")] = shift
     return weights
 
 
-def oracle_weights(judge: StudentJudge, gold: list[str], calib_mix: Counter[str]) -> np.ndarray:
+def oracle_weights(judge: EmbeddedJudge, gold: list[str], calib_mix: Counter[str]) -> np.ndarray:
     """log(set share / calibration share) per label: the prior this set would need."""
     mix = Counter(gold)
     return np.array(
@@ -80,7 +80,7 @@ def main() -> None:
     parser.add_argument("--teacher", type=Path, default=ROOT / "training" / "teacher" / "pairs.jsonl")
     args = parser.parse_args()
 
-    judge = StudentJudge()
+    judge = EmbeddedJudge()
     everything = read_pairs(args.teacher)
     teacher = [p for p in everything if p.extra.get("source") == "seed"]
     # The slice the shipped calibration was fitted on: train_student.py leaves the searched round out.

@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 from judge_prior import auc, probabilities
 
+from monitor.judge.embedded import EmbeddedJudge, decide_stance
 from monitor.judge.evaluate import Pair, read_pairs
-from monitor.judge.student import StudentJudge, decide
 from monitor.relevance.bm25 import load_lexicon, tokenize
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,7 +73,7 @@ def main() -> None:
         banks[pair.claim].append((vec, pair.label != "UNRELATED"))
     print(f"precedents: {len(train)} seed-claim pairs of the teacher train split, {len(banks)} claims")
 
-    judge = StudentJudge()
+    judge = EmbeddedJudge()
     domain = [p for p in read_pairs(args.shared / "eval" / "domain_dev.jsonl") if p.claim in banks]
     sets = {
         "domain_dev": domain,
@@ -94,7 +94,7 @@ def main() -> None:
         for label, scores in (("student", student), ("precedents", votes), ("rank average", both)):
             print(f"  relatedness AUC, {label}: {auc(scores, gold):.3f}")
         if name == "run-time-like":
-            flagged = sum(decide(row, judge.config).label != "UNRELATED" for row in probs)
+            flagged = sum(decide_stance(row, judge.config).label != "UNRELATED" for row in probs)
             for label, scores in (("student", student), ("precedents", votes), ("rank average", both)):
                 top = np.argsort(-scores)[:flagged]
                 found = gold[top].sum()

@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO / "training"))
 from draw_pairs import seed_claims  # noqa: E402
 
 from monitor.config import RelevanceSettings  # noqa: E402
-from monitor.judge.student import StudentJudge  # noqa: E402
+from monitor.judge.embedded import EmbeddedJudge  # noqa: E402
 from monitor.llm.texts import ClaimText, PaperText  # noqa: E402
 from monitor.relevance.scoring import PaperDoc, RelevanceScorer  # noqa: E402
 
@@ -74,7 +74,7 @@ def main() -> None:
     )
     n = len(papers)
     wide_k, budget_k = int(args.wide * n), int(args.budget * n)
-    judge = StudentJudge()
+    judge = EmbeddedJudge()
     started, judged = time.perf_counter(), 0
     today = reranked = 0
     rows = []

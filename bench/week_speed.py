@@ -39,8 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from digest_size import MONITOR, WEEK, prepare_week  # noqa: E402
 
+from monitor.judge.embedded import EmbeddedJudge, Encoded, decide_stance, pad_batch  # noqa: E402
 from monitor.judge.sentences import split_sentences  # noqa: E402
-from monitor.judge.student import Encoded, StudentJudge, decide, pad_batch  # noqa: E402
 from monitor.judge.work import pending_units  # noqa: E402
 from monitor.store import open_store  # noqa: E402
 from monitor.store.models import Assessment  # noqa: E402
@@ -79,7 +79,7 @@ def week(work: Path, papers: int) -> dict[str, object]:
     }
 
 
-def encoded_pairs(url: str, judge: StudentJudge) -> list[Encoded]:
+def encoded_pairs(url: str, judge: EmbeddedJudge) -> list[Encoded]:
     """Every candidate pair of the store, as the judge encodes it (cached or not)."""
     units = pending_units(open_store(url), judge, force=True)
     out: list[Encoded] = []
@@ -116,7 +116,7 @@ def batched(session: object, size: int, equal_length: bool) -> Runner:
     return run
 
 
-def default_session(judge: StudentJudge) -> object:
+def default_session(judge: EmbeddedJudge) -> object:
     """onnxruntime's defaults, as b849e61 ran the student."""
     import onnxruntime as ort
 
@@ -125,7 +125,7 @@ def default_session(judge: StudentJudge) -> object:
     return ort.InferenceSession(str(judge.model_path), options, providers=["CPUExecutionProvider"])
 
 
-def compare(judge: StudentJudge, pairs: list[Encoded], batch: int) -> dict[str, object]:
+def compare(judge: EmbeddedJudge, pairs: list[Encoded], batch: int) -> dict[str, object]:
     ways: dict[str, Runner] = {
         "one pair a call, default session (b849e61)": one_at_a_time(default_session(judge)),
         "one pair a call, shipped session": one_at_a_time(judge.session),
@@ -138,7 +138,7 @@ def compare(judge: StudentJudge, pairs: list[Encoded], batch: int) -> dict[str, 
         cpu, wall = time.process_time(), time.monotonic()
         probs = judge.config.probabilities(run(pairs))
         cpu, wall = time.process_time() - cpu, time.monotonic() - wall
-        labels = [(d.label, d.abstained) for d in (decide(row, judge.config) for row in probs)]
+        labels = [(d.label, d.abstained) for d in (decide_stance(row, judge.config) for row in probs)]
         reference = reference or (probs, labels)
         results[name] = {
             "cpu_s": round(cpu, 2),
@@ -165,7 +165,7 @@ def main() -> None:
         work.mkdir(parents=True, exist_ok=True)
         if not args.skip_week:
             results["week"] = week(work, args.papers)
-        judge = StudentJudge()
+        judge = EmbeddedJudge()
         cpu = time.process_time()
         pairs = encoded_pairs(args.store or f"sqlite:///{work / 'monitor.db'}", judge)
         results["pairs_compared"] = len(pairs)

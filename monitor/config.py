@@ -147,6 +147,20 @@ class RelevanceSettings(Section):
 LLM_JUDGE_RELEVANCE: dict[str, object] = {"share": 0.10, "method": "bm25"}
 
 
+# The embedded judge's name in config, on the command line and in docs. Its assessments are stored (and
+# their cache keys built) under EMBEDDED_JUDGE_STORED, the name it had first, so nothing is judged twice.
+EMBEDDED = "embedded"
+EMBEDDED_JUDGE_STORED = "local"
+
+
+def embedded_alias(value: Any, where: str) -> Any:
+    """The old name "local" of the embedded judge read as "embedded", with a one-line notice."""
+    if value != EMBEDDED_JUDGE_STORED:
+        return value
+    log.warning('%s "local" is now called "embedded"; read as "embedded"', where)
+    return EMBEDDED
+
+
 class LLMSettings(Section):
     """The connection every LLM use shares: the judge, the screen, research questions, rewording, cost."""
 
@@ -181,10 +195,10 @@ MOVED_TO_LLM = frozenset(LLMSettings.model_fields)
 
 
 class JudgeSettings(Section):
-    """The stance judge: the embedded model (local) or the [llm] server (openai)."""
+    """The stance judge: the embedded model (embedded) or the [llm] server (openai)."""
 
-    # auto: openai when llm.base_url or an API key is set, else the embedded local model.
-    provider: Literal["auto", "local", "openai"] = "auto"
+    # auto: openai when llm.base_url or an API key is set, else the embedded model.
+    provider: Literal["auto", "embedded", "openai"] = "auto"
     # claims of one paper judged in one request (they share the abstract's tokens)
     claims_per_call: int = Field(default=4, ge=1)
     max_output_tokens: int = Field(default=300, ge=1)  # per claim in a call
@@ -192,6 +206,11 @@ class JudgeSettings(Section):
     # A pair whose answer was invalid or refused in this many judge passes is parked: no longer asked
     # until `--force` or `monitor retest` (0: never park).
     park_after_failures: int = Field(3, ge=0)
+
+    @field_validator("provider", mode="before")
+    @classmethod
+    def _old_provider_name(cls, value: Any) -> Any:
+        return embedded_alias(value, "judge.provider")
 
 
 Stance = Literal["SUPPORTS", "RELAXES", "OVERTURNS"]
@@ -203,11 +222,12 @@ class VerdictSettings(Section):
     # A side's strength: the chance that at least one of its papers is right (docs/verdicts.md).
     move_strength: float = Field(0.8, gt=0.0, le=1.0)  # to make a claim DURABLE, PERISHABLE or CONTESTED
     overturn_strength: float = Field(0.9, gt=0.0, le=1.0)  # OVERTURNS strength for OVERTURNED
-    # judge name -> label -> measured precision (`monitor eval`); caps each label's confidence.
+    # judge name ("embedded", "openai", ...) -> label -> measured precision (`monitor eval`); caps each
+    # label's confidence.
     precision: dict[str, dict[Stance, Probability]] = Field(default_factory=dict)
     # Judges whose labels move a verdict only once a curator confirmed them in `monitor review`.
     # [] publishes every judge's verdicts unreviewed.
-    confirm_judges: list[str] = Field(default_factory=lambda: ["local"])
+    confirm_judges: list[str] = Field(default_factory=lambda: [EMBEDDED])
     min_confidence: float = Field(0.3, ge=0.0, le=1.0)  # assessments below are ignored
     recent_months: int = Field(6, ge=1)  # window for "strongest recent contradicting work"
     exclude_anchors: bool = True  # a line's own anchor papers are not new evidence for its claims
@@ -354,11 +374,11 @@ class Settings(BaseSettings):
         """Whether an LLM server is configured: the one question every LLM use asks."""
         return self.llm.configured()
 
-    def judge_provider(self) -> Literal["local", "openai"]:
+    def judge_provider(self) -> Literal["embedded", "openai"]:
         """The judge in force: `judge.provider`, or under "auto" openai exactly when an LLM is configured."""
         if self.judge.provider != "auto":
             return self.judge.provider
-        return "openai" if self.llm_configured() else "local"
+        return "openai" if self.llm_configured() else EMBEDDED
 
     def relevance_in_force(self) -> RelevanceSettings:
         """relevance as the judge in force resolves it (RelevanceSettings.resolved)."""

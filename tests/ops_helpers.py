@@ -54,7 +54,7 @@ def sections(tmp_path: Path, db_url: str, **extra: dict[str, Any]) -> dict[str, 
     data: dict[str, dict[str, Any]] = {
         "database": {"url": db_url},
         "paths": {"seeds": str(REPO / "seeds"), "reports": str(tmp_path / "reports")},
-        "judge": {"provider": "local"},
+        "judge": {"provider": "embedded"},
         "relevance": dict(FAST_RELEVANCE),
     }
     for name, values in extra.items():

@@ -123,7 +123,7 @@ def test_init_writes_a_complete_commented_config(project: Path) -> None:
         for key in info.annotation.model_fields:
             assert re.search(rf"^# {key} =", text, re.MULTILINE), f"{section}.{key} missing"
             assert f"MONITOR_{section.upper()}__{key.upper()}" in text
-    assert 'one of: "auto", "local", "openai"' in text
+    assert 'one of: "auto", "embedded", "openai"' in text
     refused = monitor("init", cwd=project)
     assert refused.returncode == 2 and "monitor.toml already exists; use --force" in refused.stderr
     (project / "monitor.toml").write_text("# mine\n")

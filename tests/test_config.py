@@ -201,7 +201,7 @@ def test_old_judge_keys_of_the_llm_section_still_load_with_a_notice_naming_the_n
     monkeypatch.delenv("MONITOR_JUDGE__MODEL")
     settings = load_settings(path)
     assert settings.llm.model == "new"
-    assert not settings.llm_configured() and settings.judge_provider() == "local"
+    assert not settings.llm_configured() and settings.judge_provider() == "embedded"
 
 
 def test_init_lists_the_llm_section_and_the_judge_keeps_its_own_keys() -> None:
@@ -215,3 +215,21 @@ def test_init_lists_the_llm_section_and_the_judge_keeps_its_own_keys() -> None:
         assert f"# {key} =" not in judge
     for key in ("provider", "claims_per_call", "park_after_failures", "prompts_dir"):
         assert f"# {key} =" in judge
+
+
+def test_the_embedded_judge_has_one_name_and_local_still_loads(tmp_path: Path, caplog) -> None:
+    """`judge.provider = "local"` loads as "embedded" with a one-line notice; confirm_judges names it
+    "embedded" and still holds the stored rows' "local" labels for a curator."""
+    from monitor.verdicts.rules import EMBEDDED_JUDGE, Thresholds
+
+    config = tmp_path / "monitor.toml"
+    config.write_text('[judge]\nprovider = "local"\n')
+    with caplog.at_level("WARNING", logger="monitor.config"):
+        settings = load_settings(config)
+    assert settings.judge.provider == "embedded" and settings.judge_provider() == "embedded"
+    [notice] = [r.getMessage() for r in caplog.records if "embedded" in r.getMessage()]
+    assert notice == 'judge.provider "local" is now called "embedded"; read as "embedded"'
+    assert Settings().judge_provider() == "embedded"
+    assert Settings().verdicts.confirm_judges == ["embedded"]
+    assert Thresholds.from_settings(Settings().verdicts).confirm_judges == frozenset({EMBEDDED_JUDGE})
+    assert EMBEDDED_JUDGE == "local"  # what stored assessments carry, and their cache keys

@@ -15,8 +15,8 @@ import pytest
 from digest_world import World, trusted_settings
 from sqlalchemy import update
 
+from monitor.judge.embedded import Decision, EmbeddedJudge
 from monitor.judge.sentences import split_sentences
-from monitor.judge.student import Decision, StudentJudge
 from monitor.llm.texts import ClaimText, PaperText
 from monitor.report.gather import gather_digest
 from monitor.report.period import resolve_period
@@ -87,7 +87,7 @@ def test_the_embedded_judges_papers_are_listed_for_triage_without_a_stance(store
 
 
 def test_the_embedded_judges_rationales_are_plain_words() -> None:
-    judge = StudentJudge()
+    judge = EmbeddedJudge()
     paper = PaperText("2603.00001", 1, "Sparse updates", ABSTRACT)
     (judgement,) = judge.judge(paper, [ClaimText("c1", CLAIM)])
     text = judgement.rationale
@@ -110,9 +110,9 @@ def test_the_embedded_judges_rationales_are_plain_words() -> None:
 
 @pytest.mark.parametrize("words", [[], ["x"]])
 def test_a_sentence_without_claim_words_is_said_so(words: list[str]) -> None:
-    from monitor.judge.student import Encoded
+    from monitor.judge.embedded import Encoded
 
-    judge = StudentJudge()
+    judge = EmbeddedJudge()
     sentences = split_sentences("Nothing here matches. Nor here.")
     shared = ["zzzz"] if words else []
     unrelated = Decision("UNRELATED", 0.9, False)

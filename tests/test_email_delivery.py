@@ -19,6 +19,7 @@ from digest_world import World, sample, trusted_settings
 from monitor.config import Settings
 from monitor.report.delivery import DeliveryError, send_digest
 from monitor.report.digest import write_digest
+from monitor.schedule.pipeline import email_step
 from monitor.store.records import Digest
 
 PASSWORD = "s3cret-Pa55-never-logged"
@@ -158,8 +159,8 @@ def test_multipart_digest_is_sent_once_per_period_and_force_resends(store, smtp,
     sample(World(store))
     box = Mailbox()
     settings = mail_settings(tmp_path, smtp(box))
-    result = write_digest(store, settings, "2026-W11", email=True)
-    assert result.sent is True
+    result = write_digest(store, settings, "2026-W11")
+    assert email_step(store, settings, None, [result.digest_id]) == [result.digest_id]
     [(rcpts, msg)] = box.messages
     assert rcpts == ["ana@example.org", "bo@example.org"]
     assert msg["To"] == "ana@example.org, bo@example.org" and msg["From"] == "monitor@example.org"
@@ -174,7 +175,8 @@ def test_multipart_digest_is_sent_once_per_period_and_force_resends(store, smtp,
     when, recipients, _ = sent_at(store, result.digest_id)
     assert when is not None and recipients == ["ana@example.org", "bo@example.org"]
     # Same period again: not sent twice, even after a re-render.
-    assert write_digest(store, settings, "2026-W11", email=True).sent is False
+    again = write_digest(store, settings, "2026-W11")
+    assert email_step(store, settings, None, [again.digest_id]) == []
     assert send_digest(store, settings, result.digest_id) is False
     assert len(box.messages) == 1
     assert send_digest(store, settings, result.digest_id, force=True) is True
@@ -368,3 +370,14 @@ def test_a_rerender_keeps_the_email_state_so_the_resend_after_a_kill_warns(
     write_digest(lite, settings, "2026-W11")  # and the refused recipients stay recorded after it was sent
     assert sent_at(lite, result.digest_id)[2]["email_refused"] == ["bo@example.org"]
 
+
+def test_writing_a_digest_never_mails_it(store, smtp, tmp_path) -> None:
+    """Mail leaves from one place (pipeline.email_step), even with report.email on."""
+    sample(World(store))
+    box = Mailbox()
+    settings = mail_settings(tmp_path, smtp(box))
+    settings.report.email = True
+    result = write_digest(store, settings, "2026-W11")
+    assert box.messages == [] and sent_at(store, result.digest_id)[0] is None
+    assert email_step(store, settings, None, [result.digest_id]) == [result.digest_id]
+    assert len(box.messages) == 1

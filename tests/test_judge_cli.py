@@ -205,3 +205,20 @@ def test_sigterm_stops_judging_gracefully_and_a_rerun_finishes(
     rows = assessments(store)
     assert len(rows) == 12 and len({r.cache_key for r in rows}) == 12  # the rest, nothing twice
     assert len(llm.chat_requests()) == 12
+
+
+def test_a_batch_dry_run_leaves_the_callers_settings_as_configured(tmp_path) -> None:
+    """The estimate at batch prices is computed on a copy: the shared settings keep judge.batch off."""
+    from monitor.config import Settings
+    from monitor.schedule.judging import JudgeRequest, judge_once
+    from monitor.schedule.signals import StopFlag
+    from monitor.store.db import open_store
+
+    store = open_store(f"sqlite:///{tmp_path / 'monitor.db'}")
+    settings = Settings()
+    settings.judge.base_url = "http://127.0.0.1:9/v1"  # never called: a dry run calls nothing
+    shown: dict[str, object] = {}
+    request = JudgeRequest(dry_run=True, batch=True, relevance=False, alternatives=False)
+    judge_once(store, settings, request, StopFlag(), lambda name, result: shown.setdefault(name, result))
+    assert "judge" in shown and settings.judge.batch is False
+    store.close()

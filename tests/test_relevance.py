@@ -284,6 +284,7 @@ def test_stop_request_ends_after_the_batch_in_hand(store) -> None:
     with recorded_run(store, "relevance") as run:
         run.stop.set()
         first = select_candidates(store, settings, run=run)
+        run.record(first)  # the stage returns its counts; the caller records them
     assert first.papers_scanned == 4 and run.counts["relevance"]["papers_scanned"] == 4
     rest = select_candidates(store, settings)
     assert (rest.papers_scanned, rest.candidates_added) == (6, 1)

@@ -123,3 +123,21 @@ def test_select_pairs_respects_cuts_caps_and_marks() -> None:
     assert [(c, p) for c, p, _ in pairs if c == 0] == [(0, 2), (0, 3)]
     assert len([p for c, p, _ in pairs if c == 1]) == 2
     assert select_pairs(scores, cuts, eligible, 1.0, min_score=0.95) == []
+
+
+def test_learned_cuts_are_bounded_and_unchanged_by_eviction(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long-lived process (the daemon) keeps at most LEARNED_CUTS_KEPT cuts; an evicted one is
+    learned again to the same value."""
+    from monitor.relevance import reference
+
+    monkeypatch.setattr(reference, "LEARNED_CUTS_KEPT", 2)
+    monkeypatch.setattr(reference, "_learned", reference.OrderedDict())
+    claims = [
+        ClaimQuery(f"c{i}", text, f"h{i}")
+        for i, text in enumerate(["sparse attention scales", "reward models overfit", "tokenizers leak"])
+    ]
+    scorer = RelevanceScorer(RelevanceSettings(method="bm25"), claims)
+    first = reference.claim_cuts(scorer, 0.02)
+    assert len(first) == 3 and len(reference._learned) == 2
+    assert reference.claim_cuts(scorer, 0.02, claims=[0]).tolist() == first[:1].tolist()
+    assert len(reference._learned) == 2

@@ -299,3 +299,46 @@ def test_report_reports_option_writes_the_digest_and_feed_to_that_folder(
     assert (elsewhere / "digest-2026-W11.md").is_file() and (elsewhere / "feed.xml").is_file()
     assert not (tmp_path / "reports" / "digest-2026-W11.md").exists()
     assert "--reports DIR" in (REPO / "reports" / "README.md").read_text()
+
+
+def test_the_caller_decides_whether_a_stale_store_moves_the_period(store, tmp_path, caplog) -> None:
+    """Following a snapshot store's last week is the caller's choice, said at info level, not a warning."""
+    World(store).paper("2608.00001", "Old snapshot paper", published=dt.date(2026, 8, 21))
+    settings = settings_for(tmp_path)
+    kept = write_digest(store, settings, today=dt.date(2026, 11, 22), follow_store=False)
+    assert kept.period.key == "2026-W46"  # the last complete week before that Sunday
+    with caplog.at_level("INFO", logger="monitor.report.digest"):
+        moved = write_digest(store, settings, today=dt.date(2026, 11, 22))
+    assert moved.period.key == "2026-W34"
+    [notice] = [r for r in caplog.records if "newest stored paper" in r.getMessage()]
+    assert notice.levelname == "INFO"
+
+
+def test_the_digest_cost_prices_batch_answers_at_half(store, tmp_path) -> None:
+    """The digest's cost line applies the Batch API price the judge applies (llm/cost.token_cost)."""
+    from monitor.report.gather import gather_digest
+    from monitor.report.period import resolve_period
+    from monitor.store.records import LLMExchange
+
+    sample(World(store))
+    settings = settings_for(tmp_path)
+    settings.llm.price_input_per_million, settings.llm.price_output_per_million = 2.0, 8.0
+    week = resolve_period("2026-W11")
+    before = gather_digest(store, settings, week).summary
+    with store.session() as s:
+        for form in ("json_schema", "batch"):
+            s.add(
+                LLMExchange(
+                    provider="openai",
+                    model="m",
+                    prompt_version="v",
+                    request={},
+                    response_format=form,
+                    prompt_tokens=1_000_000,
+                    completion_tokens=1_000_000,
+                    created_at=dt.datetime(2026, 3, 11),
+                )
+            )
+    after = gather_digest(store, settings, week).summary
+    assert after.tokens - before.tokens == 4_000_000
+    assert after.cost_usd - before.cost_usd == pytest.approx(10.0 + 5.0)  # live 2 + 8, batch half of that

@@ -11,7 +11,7 @@ from digest_world import NASTY, World, open_sqlite, sample, trusted_settings
 from markdown_it import MarkdownIt
 from sqlalchemy import update
 
-from monitor.judge.student import Coverage, StudentJudge, measured_coverage
+from monitor.judge.embedded import Coverage, EmbeddedJudge, measured_coverage
 from monitor.report.gather import gather_digest
 from monitor.report.period import resolve_period
 from monitor.report.render import md, render
@@ -190,7 +190,7 @@ def test_a_period_judged_offline_says_how_much_the_embedded_judge_misses(lite) -
     coverage = measured_coverage()
     assert coverage is not None and 0 < coverage.found < coverage.bearing  # the shipped model's figures
     assert d.summary.pairs_judged == 2 and d.summary.judged_embedded == 1
-    assert StudentJudge.name == "local"  # the name monitor/store/digests.py counts it by
+    assert EmbeddedJudge.name == "local"  # the name monitor/store/digests.py counts it by
     figure = f"it found {coverage.found} of the {coverage.bearing} papers that bear on their claim"
     text = render(d, "md", settings)
     head = "**1 of 2 pairs judged offline by the embedded model.**"
@@ -250,7 +250,7 @@ def test_a_broken_user_template_is_a_config_error(lite, tmp_path) -> None:
     settings = trusted_settings()
     settings.report.templates_dir = tmp_path
     with pytest.raises(ConfigError, match="digest.md.j2:1"):
-        render(gather_digest(lite, settings, WEEK, ask_llm=False), "md", settings)
+        render(gather_digest(lite, settings, WEEK), "md", settings)
 
 
 def test_older_work_behind_a_verdict_is_named(lite) -> None:
@@ -328,7 +328,6 @@ def test_a_paper_is_shown_in_full_once_per_line(lite) -> None:
     assert "Also bears on: `c_a` (SUPPORTS)" in section
     assert "**SUPPORTS** 0.90 (openai): shown above under `c_b`" in section
     assert "the first quoted finding here" not in text  # no second full entry
-
 
 
 def test_a_cross_reference_never_states_a_withheld_or_unconfirmed_label(lite) -> None:

@@ -9,10 +9,10 @@ import pytest
 
 from monitor.config import Settings
 from monitor.embeddings import model_files
+from monitor.judge.embedded import EmbeddedConfig, EmbeddedJudge, PairEncoder, decide_stance, load_config
 from monitor.judge.factory import make_judge
 from monitor.judge.grounding import ground
 from monitor.judge.sentences import split_sentences
-from monitor.judge.student import PairEncoder, StudentConfig, StudentJudge, decide, load_config
 from monitor.llm.texts import ClaimText, PaperText
 
 ABSTRACT = (
@@ -33,40 +33,46 @@ OFF_TOPIC = ClaimText(
 )
 
 
-def config(thresholds: dict[str, float]) -> StudentConfig:
+def config(thresholds: dict[str, float]) -> EmbeddedConfig:
     labels = ("SUPPORTS", "RELAXES", "OVERTURNS", "UNRELATED")
-    return StudentConfig(labels, 160, 48, 1.0, (0.0, 0.0, 0.0, 0.0), thresholds, 0.7)
+    return EmbeddedConfig(labels, 160, 48, 1.0, (0.0, 0.0, 0.0, 0.0), thresholds, 0.7)
 
 
 @pytest.fixture(scope="module")
-def judge() -> StudentJudge:
-    return StudentJudge()
+def judge() -> EmbeddedJudge:
+    return EmbeddedJudge()
 
 
 # --- decisions ---------------------------------------------------------------------------------------
 
 
 def test_a_stance_above_its_threshold_is_stated() -> None:
-    d = decide(np.array([0.8, 0.05, 0.05, 0.1]), config({"SUPPORTS": 0.7, "RELAXES": 0.7, "OVERTURNS": 0.7}))
+    d = decide_stance(
+        np.array([0.8, 0.05, 0.05, 0.1]), config({"SUPPORTS": 0.7, "RELAXES": 0.7, "OVERTURNS": 0.7})
+    )
     assert (d.label, d.abstained) == ("SUPPORTS", False)
     assert d.confidence == pytest.approx(0.8)
 
 
 def test_a_related_pair_below_the_threshold_is_stance_unclear() -> None:
-    d = decide(np.array([0.45, 0.3, 0.05, 0.2]), config({"SUPPORTS": 0.7, "RELAXES": 0.7, "OVERTURNS": 0.7}))
+    d = decide_stance(
+        np.array([0.45, 0.3, 0.05, 0.2]), config({"SUPPORTS": 0.7, "RELAXES": 0.7, "OVERTURNS": 0.7})
+    )
     assert (d.label, d.abstained) == ("SUPPORTS", True)
 
 
 def test_a_label_that_never_reached_the_precision_is_never_stated() -> None:
     # OVERTURNS at 0.95 but its threshold is 1.01 (never precise enough on the calibration slice).
-    d = decide(
+    d = decide_stance(
         np.array([0.01, 0.02, 0.95, 0.02]), config({"SUPPORTS": 0.7, "RELAXES": 0.7, "OVERTURNS": 1.01})
     )
     assert (d.label, d.abstained) == ("OVERTURNS", True)
 
 
 def test_an_unrelated_pair_is_unrelated_not_unclear() -> None:
-    d = decide(np.array([0.2, 0.1, 0.05, 0.65]), config({"SUPPORTS": 0.1, "RELAXES": 0.7, "OVERTURNS": 0.7}))
+    d = decide_stance(
+        np.array([0.2, 0.1, 0.05, 0.65]), config({"SUPPORTS": 0.1, "RELAXES": 0.7, "OVERTURNS": 0.7})
+    )
     assert (d.label, d.abstained) == ("UNRELATED", False)
     assert d.confidence == pytest.approx(0.65)
 
@@ -92,16 +98,16 @@ def test_the_encoder_keeps_the_claim_and_the_sentences_that_share_its_words() ->
 # --- the shipped model -------------------------------------------------------------------------------
 
 
-def test_the_shipped_model_is_the_local_provider_and_small(judge: StudentJudge) -> None:
+def test_the_shipped_model_is_the_local_provider_and_small(judge: EmbeddedJudge) -> None:
     config_, model_path, _ = load_config()
     assert model_path.stat().st_size < 30_000_000
     assert set(config_.thresholds) == {"SUPPORTS", "RELAXES", "OVERTURNS"}
     assert type(judge).name == "local"
-    assert isinstance(make_judge(Settings(judge={"provider": "local"})), StudentJudge)  # what "local" builds
+    assert isinstance(make_judge(Settings(judge={"provider": "local"})), EmbeddedJudge)  # what "local" builds
     assert judge.model.startswith("minilm-student-int8-")
 
 
-def test_the_paper_bears_on_its_own_finding_and_not_on_an_off_topic_claim(judge: StudentJudge) -> None:
+def test_the_paper_bears_on_its_own_finding_and_not_on_an_off_topic_claim(judge: EmbeddedJudge) -> None:
     probs, _ = judge.probabilities(PAPER, [CLAIM, OFF_TOPIC])
     unrelated = judge.config.labels.index("UNRELATED")
     related = 1.0 - probs[:, unrelated]
@@ -111,14 +117,14 @@ def test_the_paper_bears_on_its_own_finding_and_not_on_an_off_topic_claim(judge:
     assert (off_topic.label, off_topic.evidence) == ("UNRELATED", "")
 
 
-def test_evidence_is_a_verbatim_sentence_and_the_rationale_names_it(judge: StudentJudge) -> None:
+def test_evidence_is_a_verbatim_sentence_and_the_rationale_names_it(judge: EmbeddedJudge) -> None:
     (judgement,) = judge.judge(PAPER, [CLAIM])
     assert judgement.evidence in ABSTRACT and "5% to 30%" in judgement.evidence
     assert ground(judgement, PAPER).grounded
     assert "Sentence 3 of 4" in judgement.rationale and "cos" not in judgement.rationale
 
 
-def test_judging_is_deterministic_and_independent_of_batching(judge: StudentJudge) -> None:
+def test_judging_is_deterministic_and_independent_of_batching(judge: EmbeddedJudge) -> None:
     together = judge.judge(PAPER, [CLAIM, OFF_TOPIC])
     alone = [judge.judge(PAPER, [CLAIM])[0], judge.judge(PAPER, [OFF_TOPIC])[0]]
     for a, b in zip(together, alone, strict=True):
@@ -126,7 +132,7 @@ def test_judging_is_deterministic_and_independent_of_batching(judge: StudentJudg
         assert a.confidence == pytest.approx(b.confidence, abs=1e-3)
 
 
-def test_no_prior_on_claim_length(judge: StudentJudge) -> None:
+def test_no_prior_on_claim_length(judge: EmbeddedJudge) -> None:
     # Two dated claims of the seeds' length (20+ words): length does not decide, the content does.
     on_topic = ClaimText(
         "c3",
@@ -156,14 +162,14 @@ def test_a_missing_model_is_a_clear_error(tmp_path) -> None:
 # --- how it runs -------------------------------------------------------------------------------------
 
 
-def test_the_student_runs_on_sleeping_threads_with_unchanged_numbers(judge: StudentJudge, shared) -> None:
+def test_the_student_runs_on_sleeping_threads_with_unchanged_numbers(judge: EmbeddedJudge, shared) -> None:
     """Real pairs (the domain dev set): the shipped session's threads sleep when idle (spinning ones
     doubled a run's CPU on a shared machine) and it gives exactly the numbers of onnxruntime's default
     session, one pair a call; a paper's claims judged together get each pair's own numbers (no batch
     neighbours: the int8 model quantises activations per call)."""
     import onnxruntime as ort
 
-    from monitor.judge.student import pad_batch
+    from monitor.judge.embedded import pad_batch
 
     options = judge.session.get_session_options()
     for entry in ("session.intra_op.allow_spinning", "session.inter_op.allow_spinning"):

@@ -44,13 +44,13 @@ def test_history_rows_only_when_something_changed(store) -> None:
     sup = w.assess("2507.00001", "c1", "SUPPORTS", 0.8)
     [change] = compute_verdicts(store, settings, as_of=dt.date(2025, 7, 13))
     assert (change.previous_status, change.status, change.status_changed) == ("UNTESTED", "DURABLE", True)
-    assert change.evidence == [sup]
+    assert change.assessment_ids == [sup]
     # A second SUPPORTS: same status, different papers -> a row, but not a status change.
     w.paper("2507.00002", "Another replication", dt.date(2025, 7, 15))
     sup2 = w.assess("2507.00002", "c1", "SUPPORTS", 0.7)
     [change] = compute_verdicts(store, settings, as_of=dt.date(2025, 7, 20))
     assert change.status_changed is False
-    assert sorted(change.evidence) == sorted([sup, sup2])
+    assert sorted(change.assessment_ids) == sorted([sup, sup2])
     assert compute_verdicts(store, settings, as_of=dt.date(2025, 7, 27)) == []
     history = rows(store, "c1")
     assert [(v.status, v.changed, v.as_of) for v in history] == [
@@ -96,7 +96,7 @@ def test_a_v2_that_changes_its_label_replaces_the_v1_assessment(store) -> None:
     )
     v2 = w.assess("2509.00001", "c1", "SUPPORTS", 0.8, version=2)  # v1's row stops being current
     [change] = compute_verdicts(store, settings)
-    assert (change.previous_status, change.status, change.evidence) == ("OVERTURNED", "DURABLE", [v2])
+    assert (change.previous_status, change.status, change.assessment_ids) == ("OVERTURNED", "DURABLE", [v2])
 
 
 def test_ungrounded_and_older_papers_in_the_store(store) -> None:
@@ -137,6 +137,7 @@ def test_retired_claims_get_no_verdict_and_run_counts_are_recorded(store) -> Non
         s.get(Claim, "c_old").retired_at = utcnow()
     with recorded_run(store, "verdicts") as run:
         changes = compute_verdicts(store, trusted_settings(), run=run)
+        run.record(changes)  # the stage returns its counts; the caller records them
     assert [c.claim_id for c in changes] == ["c1"]
     with store.session() as s:
         counts = s.get(Run, run.id).counts

@@ -24,7 +24,7 @@ from draw_pairs import SHARED, eligible_papers, pair_row, seed_claims
 from jsonl import read_jsonl, write_jsonl
 
 from monitor.config import RelevanceSettings
-from monitor.judge.student import StudentJudge
+from monitor.judge.embedded import EmbeddedJudge
 from monitor.llm.texts import ClaimText, PaperText
 from monitor.relevance.scoring import PaperDoc, RelevanceScorer
 
@@ -49,7 +49,7 @@ def main() -> None:
     scorer = RelevanceScorer(RelevanceSettings(method="bm25"), [q for q, _ in claims])
     docs = [PaperDoc(i, p["arxiv_id"], 1, p["title"], p["abstract"]) for i, p in enumerate(papers)]
     scores = scorer.score(docs, tokens=tokens)
-    judge = StudentJudge()
+    judge = EmbeddedJudge()
 
     rows: list[dict] = []
     for row, (query, date_text) in enumerate(claims):

@@ -39,9 +39,9 @@ sys.path.insert(0, str(REPO))
 from jsonl import read_jsonl  # noqa: E402
 
 from monitor.embeddings import model_files  # noqa: E402
+from monitor.judge.embedded import Coverage, EmbeddedConfig, PairEncoder, decide_stance, pad_batch  # noqa: E402
 from monitor.judge.evaluate import Pair, Prediction, operating_point, score  # noqa: E402
 from monitor.judge.sentences import split_sentences  # noqa: E402
-from monitor.judge.student import Coverage, PairEncoder, StudentConfig, decide, pad_batch  # noqa: E402
 
 SHARED = REPO.parent / "shared"
 LABELS = ("SUPPORTS", "RELAXES", "OVERTURNS", "UNRELATED")
@@ -223,11 +223,11 @@ def thresholds_at(
     return out
 
 
-def scores_at(probs: np.ndarray, gold: np.ndarray, config: StudentConfig) -> dict:
+def scores_at(probs: np.ndarray, gold: np.ndarray, config: EmbeddedConfig) -> dict:
     """Macro-F1 of the best guesses and the operating point, as `monitor eval` computes them."""
     predictions = []
     for index, (row, g) in enumerate(zip(probs, gold, strict=True)):
-        d = decide(row, config)
+        d = decide_stance(row, config)
         pair = Pair("", "", "", LABELS[g], index)  # type: ignore[arg-type]
         predictions.append(Prediction(pair, d.label, d.confidence, "", abstained=d.abstained))
     point = operating_point(predictions)
@@ -392,13 +392,13 @@ def onnx_logits(path: Path, encoded: list[tuple[list[int], list[int]]]) -> np.nd
     return np.array(rows) if rows else np.zeros((0, len(LABELS)), np.float32)
 
 
-def coverage_at(probs: np.ndarray, gold: np.ndarray, config: StudentConfig) -> Coverage:
+def coverage_at(probs: np.ndarray, gold: np.ndarray, config: EmbeddedConfig) -> Coverage:
     """How many bearing pairs the judge flags (states or keeps for review), and how many flags bear.
 
     Scored on pairs drawn by relevance rank, as the judge meets them at run time; the digest quotes
     `found / bearing` beside an offline period's "nothing bears on a claim".
     """
-    flagged = np.array([decide(row, config).label != "UNRELATED" for row in probs], dtype=bool)
+    flagged = np.array([decide_stance(row, config).label != "UNRELATED" for row in probs], dtype=bool)
     bearing = gold != LABELS.index("UNRELATED")
     return Coverage(len(gold), int(bearing.sum()), int(flagged.sum()), int((flagged & bearing).sum()))
 
@@ -417,7 +417,9 @@ def calibrate(
     calib_logits = onnx_logits(model_path, encode_all(encoder, split["calib"]))
     calib_gold = np.array([LABELS.index(r["label"]) for r in split["calib"]])
     temperature, bias = fit_calibration(calib_logits, calib_gold)
-    provisional = StudentConfig(LABELS, args.max_tokens, args.claim_tokens, temperature, tuple(bias), {}, 0.7)
+    provisional = EmbeddedConfig(
+        LABELS, args.max_tokens, args.claim_tokens, temperature, tuple(bias), {}, 0.7
+    )
     probs = provisional.probabilities(calib_logits)
     natural = np.array([not r["source"].startswith("variant") for r in split["calib"]])
     every = thresholds_at(probs, calib_gold, args.target_precision)
@@ -425,7 +427,7 @@ def calibrate(
     thresholds = {
         label: max(every[label] or 1.01, real[label] if real[label] is not None else 0.0) for label in every
     }
-    config = StudentConfig(
+    config = EmbeddedConfig(
         LABELS, args.max_tokens, args.claim_tokens, temperature, tuple(float(b) for b in bias),
         thresholds, args.target_precision,
     )  # fmt: skip

@@ -1,7 +1,7 @@
 """Claim dates as the library writes them, kept with their precision.
 
 `(2025-05)`, `(~2025)`, `(~2024–2025)`, `(2025-06, 2025-10)`, `Sept 2024–May 2026`: each becomes a
-`ClaimDate` with the text as written, the first and last day it can mean, its precision (the coarsest
+`ParsedDate` with the text as written, the first and last day it can mean, its precision (the coarsest
 of its parts) and whether it is approximate (`~`, `≈`, `c.`, `circa`, `early`/`mid`/`late`).
 """
 
@@ -32,7 +32,7 @@ class DateError(ValueError):
 
 
 @dataclass(frozen=True)
-class ClaimDate:
+class ParsedDate:
     """A date as written and the span of days it can mean."""
 
     text: str
@@ -98,7 +98,7 @@ def _item(text: str) -> tuple[_Span, bool] | None:
     return None
 
 
-def parse_date(text: str) -> ClaimDate:
+def parse_date(text: str) -> ParsedDate:
     """Read a date text; raises DateError naming the accepted forms when it cannot."""
     written = text.strip()
     body = written[1:-1].strip() if written.startswith("(") and written.endswith(")") else written
@@ -113,7 +113,7 @@ def parse_date(text: str) -> ClaimDate:
         spans.append(read[0])
         approximate = approximate or read[1]
     precision = max((s.precision for s in spans), key=PRECISION_RANK.__getitem__)
-    return ClaimDate(
+    return ParsedDate(
         text=body,
         start=min(s.start for s in spans),
         end=max(s.end for s in spans),

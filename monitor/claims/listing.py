@@ -49,7 +49,7 @@ def check_claim_ids(store: Store, claim_ids: list[str] | None) -> None:
 
 
 @dataclass
-class LineView:
+class ListedLine:
     id: str
     question: str
     kind: str  # line | note | user
@@ -66,7 +66,7 @@ class LineView:
 
 
 @dataclass
-class ClaimView:
+class ListedClaim:
     id: str
     text: str
     kind: str
@@ -90,7 +90,7 @@ class ClaimView:
 
 
 @dataclass
-class AnchorView:
+class ListedAnchor:
     line_id: str
     question: str
     arxiv_id: str
@@ -120,7 +120,7 @@ def resolve_line(session: Session, ref: str) -> Line:
 
 def list_lines(
     store: Store, include_retired: bool = False, kinds: tuple[str, ...] = ("line", "user")
-) -> list[LineView]:
+) -> list[ListedLine]:
     with store.session() as s:
         roles_of = roles_by_line(s)
         anchors_of = anchor_counts(s)
@@ -128,7 +128,7 @@ def list_lines(
         for line in lines_of_kinds(s, kinds, include_retired):
             roles = roles_of[line.id]
             out.append(
-                LineView(
+                ListedLine(
                     id=line.id,
                     question=line.question,
                     kind=line.source_kind,
@@ -150,7 +150,7 @@ def count_lines(store: Store) -> dict[str, int]:
         return active_line_counts(s)
 
 
-def list_claims(store: Store, line: str | None = None, include_retired: bool = False) -> list[ClaimView]:
+def list_claims(store: Store, line: str | None = None, include_retired: bool = False) -> list[ListedClaim]:
     """Claims (active only unless asked), each with the lines that cite it, in kind-then-position order."""
     with store.session() as s:
         line_id = resolve_line(s, line).id if line is not None else None
@@ -163,7 +163,7 @@ def list_claims(store: Store, line: str | None = None, include_retired: bool = F
             mine = links_of[c.id]
             live = [ln.line_id for ln in mine if ln.retired_at is None]
             out.append(
-                ClaimView(
+                ListedClaim(
                     id=c.id,
                     text=c.text,
                     kind=c.kind,
@@ -186,10 +186,10 @@ def list_claims(store: Store, line: str | None = None, include_retired: bool = F
         return out
 
 
-def list_anchors(store: Store, include_retired: bool = False) -> list[AnchorView]:
+def list_anchors(store: Store, include_retired: bool = False) -> list[ListedAnchor]:
     with store.session() as s:
         return [
-            AnchorView(
+            ListedAnchor(
                 line_id=a.line_id,
                 question=question,
                 arxiv_id=a.arxiv_id,

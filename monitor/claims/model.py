@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from monitor.claims.dates import ClaimDate
+from monitor.claims.dates import ParsedDate
 from monitor.claims.ids import claim_id, line_id
 
 CLAIM_KINDS = ("note", "dated", "user")
@@ -26,7 +26,7 @@ class ParsedClaim:
     source_line: int | None  # None where the reader keeps no positions (TOML)
     title: str | None = None
     original_title: str | None = None
-    date: ClaimDate | None = None
+    date: ParsedDate | None = None
     topics: list[str] = field(default_factory=list)
 
     @property

@@ -7,7 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from monitor.claims.changes import ImportReport
-from monitor.claims.listing import AnchorView, ClaimView, LineView
+from monitor.claims.listing import ListedAnchor, ListedClaim, ListedLine
 
 SHORT = 110
 
@@ -68,7 +68,7 @@ def print_import(console: Console, report: ImportReport) -> None:
     console.print(table)
 
 
-def print_lines(console: Console, lines: list[LineView], hidden_notes: int = 0) -> None:
+def print_lines(console: Console, lines: list[ListedLine], hidden_notes: int = 0) -> None:
     shown = [v for v in lines if v.kind != "note"]
     table = Table(title=f"{len(shown)} inquiring line(s)", title_justify="left")
     table.add_column("id", no_wrap=True)
@@ -96,7 +96,7 @@ def print_lines(console: Console, lines: list[LineView], hidden_notes: int = 0) 
         )
 
 
-def print_claims(console: Console, claims: list[ClaimView], full: bool = False) -> None:
+def print_claims(console: Console, claims: list[ListedClaim], full: bool = False) -> None:
     retired = sum(1 for c in claims if c.status == "retired")
     title = f"{len(claims) - retired} active claim(s)" + (f", {retired} retired" if retired else "")
     table = Table(title=title, title_justify="left")
@@ -120,7 +120,7 @@ def print_claims(console: Console, claims: list[ClaimView], full: bool = False) 
     console.print(table)
 
 
-def print_anchors(console: Console, anchors: list[AnchorView]) -> None:
+def print_anchors(console: Console, anchors: list[ListedAnchor]) -> None:
     table = Table(title=f"{len(anchors)} anchor citation(s)", title_justify="left")
     table.add_column("line", no_wrap=True)
     table.add_column("arXiv", no_wrap=True)

@@ -45,8 +45,7 @@ app = typer.Typer(
     name="monitor",
     cls=_RootGroup,
     help=(
-        "Watch arXiv and keep dated research claims honest: "
-        "which constraints are durable, which perishable."
+        "Watch arXiv and keep dated research claims honest: which constraints are durable, which perishable."
     ),
     no_args_is_help=True,
     pretty_exceptions_enable=False,

@@ -124,7 +124,9 @@ def seeds_import_command(
 
     app_ctx = ctx_of(ctx)
     report = import_claims(
-        app_ctx.store, app_ctx.settings, [Path(p) for p in paths] if paths else None,
+        app_ctx.store,
+        app_ctx.settings,
+        [Path(p) for p in paths] if paths else None,
         prune=prune,
         allow_retire=allow_retire,
     )

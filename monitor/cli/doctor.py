@@ -54,7 +54,7 @@ def _server_state(judge: JudgeCheck) -> str | None:
 
 
 def _print_judge(judge: JudgeCheck) -> None:
-    if judge.provider == "local":
+    if judge.provider == "embedded":
         console.print("judge: the embedded model (offline; it misses most papers that bear on a claim)")
     else:
         where = judge.base_url or "the OpenAI API"

@@ -34,6 +34,7 @@ def relevance_command(
     locked = run_lock(store, settings) if settings.relevance.screen == "llm" else nullcontext()
     with locked, recorded_run(store, "relevance") as run:
         summary = select_candidates(store, settings, run=run, claim_ids=claim or None)
+        run.record(summary)
     console.print(
         f"relevance ({summary.method}): {summary.papers_scanned} paper version(s) scanned against "
         f"{summary.claims} claim(s), [bold]{summary.candidates_added}[/] new candidate(s), "
@@ -55,7 +56,7 @@ def judge_command(
         bool, typer.Option("--dry-run", help="Count the calls and tokens a run would take; call nothing.")
     ] = False,
     provider: Annotated[
-        str | None, typer.Option("--provider", help="local | openai (default: from the config).")
+        str | None, typer.Option("--provider", help="embedded | openai (default: from the config).")
     ] = None,
     batch: Annotated[
         bool, typer.Option("--batch", help="OpenAI Batch API: collect finished batches, submit the rest.")
@@ -82,8 +83,14 @@ def judge_command(
 
     app_ctx = ctx_of(ctx)
     request = JudgeRequest(
-        force=force, claim_ids=claim, dry_run=dry_run, provider=provider, batch=batch, wait=wait,
-        relevance=not skip_relevance, progress=progress_wanted(),
+        force=force,
+        claim_ids=claim,
+        dry_run=dry_run,
+        provider=provider,
+        batch=batch,
+        wait=wait,
+        relevance=not skip_relevance,
+        progress=progress_wanted(),
     )
     with graceful_stop(StopFlag(again="monitor judge")) as flag:
         judge_once(app_ctx.store, app_ctx.settings, request, flag, _show)
@@ -171,7 +178,7 @@ def eval_command(
         str, typer.Option("--pairs", help="Labelled pairs file (JSON lines: claim, title, abstract, label).")
     ],
     judge_name: Annotated[
-        str | None, typer.Option("--judge", help="local | openai (default: from the config).")
+        str | None, typer.Option("--judge", help="embedded | openai (default: from the config).")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")] = False,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N pairs.")] = None,

@@ -8,16 +8,20 @@ from typing import Annotated, Any
 import typer
 
 from monitor.cli.context import DATE, console, ctx_of, day
+from monitor.config import EMBEDDED, EMBEDDED_JUDGE_STORED, embedded_alias
 from monitor.progress import progress_wanted
 
 app = typer.Typer()
 
-_JUDGE_HELP = "local | openai (default: judge.provider from the config)."
+_JUDGE_HELP = "embedded | openai (default: judge.provider from the config)."
 
 
 def _judge_choice(value: str | None) -> str | None:
-    if value is not None and value not in ("local", "openai"):
-        raise typer.BadParameter(f"{value!r} is not one of local, openai", param_hint="--judge")
+    from monitor.judge.factory import PROVIDERS
+
+    value = embedded_alias(value, "--judge")
+    if value is not None and value not in PROVIDERS:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(PROVIDERS)}", param_hint="--judge")
     return value
 
 
@@ -71,9 +75,9 @@ def _print_next_steps(counts: dict[str, Any]) -> None:
             "them, then `monitor report` rewrites the digest.",
             highlight=False,
         )
-    if (counts.get("judge") or {}).get("judge") != "local":
+    if (counts.get("judge") or {}).get("judge") != EMBEDDED_JUDGE_STORED:
         return
-    from monitor.judge.student import measured_coverage
+    from monitor.judge.embedded import measured_coverage
 
     coverage = measured_coverage()
     found = f" (on held-out pairs, {coverage.found} of {coverage.bearing})" if coverage else ""
@@ -124,8 +128,14 @@ def retest_command(
     app_ctx = ctx_of(ctx)
     with graceful_stop(StopFlag(again="monitor retest")) as flag:
         result = retest(
-            app_ctx.store, app_ctx.settings, claim_ids=claim, line_id=line, since=day(since),
-            judge=judge, force=force, stop=flag,
+            app_ctx.store,
+            app_ctx.settings,
+            claim_ids=claim,
+            line_id=line,
+            since=day(since),
+            judge=judge,
+            force=force,
+            stop=flag,
         )
     print_retest(console, result, as_json, show_all)
 
@@ -146,7 +156,9 @@ def replay_command(
     to_day: Annotated[datetime, typer.Option("--to", formats=DATE, help="Last day (YYYY-MM-DD).")],
     source: Annotated[str, typer.Option("--source", help="sample | a snapshot FILE (JSONL).")] = "sample",
     every: Annotated[str, typer.Option("--every", help="week | month: one digest per period.")] = "week",
-    judge: Annotated[str | None, typer.Option("--judge", help=_JUDGE_HELP, callback=_judge_choice)] = "local",
+    judge: Annotated[
+        str | None, typer.Option("--judge", help=_JUDGE_HELP, callback=_judge_choice)
+    ] = EMBEDDED,
     reports: Annotated[
         str | None, typer.Option("--reports", help="Write digests here (default: paths.reports).")
     ] = None,
@@ -170,7 +182,14 @@ def replay_command(
         settings.paths.reports = Path(reports)
     with graceful_stop(StopFlag(again="monitor replay")) as flag:
         summary = replay(
-            app_ctx.store, settings, source, from_day.date(), to_day.date(), every,  # type: ignore[arg-type]
-            judge=judge, stop=flag, on_period=None if as_json else lambda p: print_period(console, p),
+            app_ctx.store,
+            settings,
+            source,
+            from_day.date(),
+            to_day.date(),
+            every,  # type: ignore[arg-type]
+            judge=judge,
+            stop=flag,
+            on_period=None if as_json else lambda p: print_period(console, p),
         )
     print_replay(console, summary, as_json)

@@ -30,7 +30,7 @@ def verdicts_command(
     app_ctx = ctx_of(ctx)
     if not no_refresh:
         with recorded_run(app_ctx.existing_store, "verdicts") as run:
-            compute_verdicts(app_ctx.store, app_ctx.settings, run=run)
+            run.record(compute_verdicts(app_ctx.store, app_ctx.settings, run=run))
     rows = current_verdicts(app_ctx.existing_store, line_id=line)
     print_verdicts(console, rows, as_json=as_json)
 
@@ -75,25 +75,24 @@ def report_command(
     ] = None,
 ) -> None:
     """Write the digest for a period (default: the last complete ISO week); optionally mail and post it."""
-    from monitor.report.digest import write_digest
+    from monitor.report.digest import choose_period
     from monitor.report.show import check_formats, print_digest_result
+    from monitor.schedule.pipeline import ask_step, deliver_digest, report_step
     from monitor.store.runs import recorded_run
 
     app_ctx = ctx_of(ctx)
     settings = app_ctx.settings
     if reports:
         settings.paths.reports = reports
+    formats = check_formats(fmt)
     with recorded_run(app_ctx.existing_store, "report") as run:
-        result = write_digest(
-            app_ctx.store,
-            settings,
-            period=period or settings.report.period,
-            since=day(since),
-            until=day(until),
-            formats=check_formats(fmt),
-            run=run,
-            force=force,
-            email=email or None,
-            notify=notify,
+        store = app_ctx.store
+        chosen = choose_period(store, period or settings.report.period, day(since), day(until))
+        asked = ask_step(store, settings, run, chosen)
+        result = report_step(store, settings, run, chosen, asked, formats)
+        run.record(result)
+        mail = email or settings.report.email
+        result.sent, result.posted = deliver_digest(
+            store, settings, run, result.digest_id, email=mail, notify=notify, force=force
         )
     print_digest_result(console, result)

@@ -30,7 +30,7 @@ from monitor.relevance.screen import estimate_screen_units, load_screen_prompts
 from monitor.relevance.select import batch_ceiling, load_claim_queries, make_scorer, paper_docs
 from monitor.relevance.text import ClaimQuery
 from monitor.store import Store
-from monitor.store.claims import claim_dates
+from monitor.store.claims import claim_date_texts
 from monitor.store.papers import latest_versions
 
 SHARES = (0.02, 0.05, 0.10, 0.20)
@@ -117,7 +117,7 @@ def _screen_cost(
 
 def _claim_texts(store: Store, queries: Sequence[ClaimQuery]) -> list[ClaimText]:
     with store.session() as session:
-        dates = claim_dates(session)
+        dates = claim_date_texts(session)
     return [ClaimText(id=q.claim_id, text=q.text, date_text=dates.get(q.claim_id)) for q in queries]
 
 

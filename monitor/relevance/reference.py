@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections import OrderedDict
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -38,7 +39,16 @@ def reference_papers(path: Path = REFERENCE_PAPERS) -> tuple[tuple[PaperDoc, ...
 
 
 # Learned cuts by (settings, share, claim query): a weekly replay asks for the same ones every period.
-_learned: dict[tuple[str, float, str], float] = {}
+# Bounded, least recently used out first: a daemon that sees claims edited for months must not grow.
+LEARNED_CUTS_KEPT = 4096
+_learned: OrderedDict[tuple[str, float, str], float] = OrderedDict()
+
+
+def _remember(key: tuple[str, float, str], cut: float) -> None:
+    _learned[key] = cut
+    _learned.move_to_end(key)
+    while len(_learned) > LEARNED_CUTS_KEPT:
+        _learned.popitem(last=False)
 
 
 def claim_cuts(
@@ -53,9 +63,14 @@ def claim_cuts(
     # The share is part of the key: it need not be the settings' own (the screen's first cut, an estimate).
     keys = [(setup, share, scorer.queries[i]) for i in rows]
     missing = [i for i, key in enumerate(keys) if key not in _learned]
+    learned: dict[tuple[str, float, str], float] = {}
     if missing:
         papers, tokens = reference_papers()
         scores = scorer.score(list(papers), tokens=list(tokens), claims=[rows[i] for i in missing])
-        for row, i in enumerate(missing):
-            _learned[keys[i]] = float(np.quantile(scores[row], 1.0 - share))
-    return np.array([_learned[key] for key in keys], dtype=np.float32)
+        learned = {keys[i]: float(np.quantile(scores[row], 1.0 - share)) for row, i in enumerate(missing)}
+    for key in keys:  # read before remembering: this call's own keys may outnumber what is kept
+        if key not in learned:
+            learned[key] = _learned[key]
+    for key, cut in learned.items():
+        _remember(key, cut)
+    return np.array([learned[key] for key in keys], dtype=np.float32)

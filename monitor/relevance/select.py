@@ -17,6 +17,7 @@ import hashlib
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import ClassVar
 
 import numpy as np
 from sqlalchemy.orm import Session
@@ -39,7 +40,9 @@ from monitor.store.scan_marks import scanned_upto, set_scanned_upto
 
 @dataclass
 class RelevanceSummary:
-    """What one relevance pass did."""
+    """What one relevance pass did (recorded on the run as `relevance` by the caller: StageCounts)."""
+
+    stage: ClassVar[str] = "relevance"
 
     papers_scanned: int = 0  # distinct paper versions scored for at least one claim
     claims: int = 0  # active claims considered
@@ -56,6 +59,9 @@ class RelevanceSummary:
         out = asdict(self)
         out["seconds"] = round(self.seconds, 2)
         return out
+
+    def stage_counts(self) -> dict[str, object]:
+        return self.as_dict()
 
 
 def load_claim_queries(session: Session, claim_ids: Sequence[str] | None = None) -> list[ClaimQuery]:
@@ -138,6 +144,51 @@ def make_scorer(
     return RelevanceScorer(relevance, claims, title_vectors, query_vectors)
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """How one pass cuts: with an LLM screen, a wider first cut that the screen narrows (screen.py)."""
+
+    cfg: RelevanceSettings
+    screening: bool
+    share: float
+    ceiling: float  # the most of one batch a claim may take (`batch_ceiling`)
+    new_state: str | None  # a new pair waits for the screen, if there is one
+    method: str
+
+    @classmethod
+    def of(cls, settings: Settings) -> _Plan:
+        cfg = settings.relevance_in_force()
+        screening = cfg.screen == "llm"
+        share = cfg.screen_share if screening else cfg.share
+        method = cfg.method + ("+llm-screen" if screening else "")
+        return cls(
+            cfg, screening, share, batch_ceiling(cfg, share), SCREEN_PENDING if screening else None, method
+        )
+
+    def first_cut(self) -> RelevanceSettings:
+        return (
+            self.cfg.model_copy(update={"embed_gate": self.cfg.screen_embed_gate})
+            if self.screening
+            else self.cfg
+        )
+
+
+@dataclass
+class _Scan:
+    """The claims behind the newest paper version and what each has seen, scored by one scorer."""
+
+    behind: list[ClaimQuery]
+    marks: dict[str, int]
+    scorer: RelevanceScorer
+    due: list[int]  # rows of `behind` in the scorer (which scores every active claim)
+    cuts: np.ndarray
+    seen: np.ndarray
+
+
+def _stopped(run: RunRecord | None) -> bool:
+    return run is not None and run.should_stop()
+
+
 def select_candidates(
     store: Store,
     settings: Settings,
@@ -152,61 +203,89 @@ def select_candidates(
     is False (a dry run, which must call nothing).
     """
     began = time.monotonic()
-    cfg = settings.relevance_in_force()
-    screening = cfg.screen == "llm"
-    summary = RelevanceSummary(method=cfg.method + ("+llm-screen" if screening else ""))
-    # With a screen, the first stage keeps a wider cut and the LLM narrows it (screen.py).
-    share = cfg.screen_share if screening else cfg.share
-    max_share = batch_ceiling(cfg, share)
-    new_state = SCREEN_PENDING if screening else None  # a new pair waits for the screen, if there is one
+    plan = _Plan.of(settings)
+    summary = RelevanceSummary(method=plan.method)
     with store.session() as session:
         active = load_claim_queries(session)
-        wanted = set(claim_ids) if claim_ids is not None else None
-        claims = [c for c in active if wanted is None or c.claim_id in wanted]
+        claims = [c for c in active if claim_ids is None or c.claim_id in set(claim_ids)]
         marks = _load_marks(session, claims)
         top = last_version_row(session)
     summary.claims = len(claims)
     behind = [c for c in claims if marks[c.claim_id] < top]
     if behind:
-        # Scored with every active claim, so a pair's score never depends on which claims are due.
-        first = cfg.model_copy(update={"embed_gate": cfg.screen_embed_gate}) if screening else cfg
-        scorer = make_scorer(store, settings, active, first)
-        due = [active.index(c) for c in behind]
-        cuts = claim_cuts(scorer, share, cfg.cut, due)
-        seen = np.array([marks[c.claim_id] for c in behind], dtype=np.int64)
-        after = int(seen.min())
-        with store.session() as session:
-            to_scan = count_versions_between(session, after, top)
-        with progress_bar("relevance", to_scan or 0, "papers", progress) as advance:
-            while after < top:
-                with store.session() as session:
-                    rows = versions_between(session, after, top, cfg.batch_size)
-                if not rows:
-                    break
-                papers = paper_docs(rows)
-                row_ids = np.array([p.row_id for p in papers], dtype=np.int64)
-                eligible = row_ids[None, :] > seen[:, None]
-                scores = scorer.score(papers, claims=due)
-                pairs = select_pairs(scores, cuts, eligible, max_share, cfg.min_score)
-                after = int(row_ids[-1])
-                with store.session() as session:
-                    summary.candidates_added += _write(
-                        session, behind, papers, pairs, summary.method, run, new_state
-                    )
-                    _advance_marks(session, behind, marks, after)
-                summary.papers_scanned += int(eligible.any(axis=0).sum())
-                advance(len(rows))
-                # A daemon or replay asked to stop: what is committed stays, the next run resumes here.
-                if run is not None and run.should_stop():
-                    break
-    if screening and screen and not (run is not None and run.should_stop()):
+        scan = _prepare(store, settings, plan, active, behind, marks)
+        _scan_versions(store, plan, scan, top, run, summary, progress)
+    if plan.screening and screen and not _stopped(run):
         # Also picks up pairs a failed or interrupted earlier run left pending.
         screened = screen_pending(store, settings, run=run, claim_ids=list(claim_ids) if claim_ids else None)
         summary.screen = screened.as_dict()
     summary.seconds = time.monotonic() - began
-    if run is not None:
-        run.add("relevance", summary.as_dict())
     return summary
+
+
+def _prepare(
+    store: Store,
+    settings: Settings,
+    plan: _Plan,
+    active: list[ClaimQuery],
+    behind: list[ClaimQuery],
+    marks: dict[str, int],
+) -> _Scan:
+    """Score with every active claim, so a pair's score never depends on which claims are due."""
+    scorer = make_scorer(store, settings, active, plan.first_cut())
+    due = [active.index(c) for c in behind]
+    cuts = claim_cuts(scorer, plan.share, plan.cfg.cut, due)
+    seen = np.array([marks[c.claim_id] for c in behind], dtype=np.int64)
+    return _Scan(behind, marks, scorer, due, cuts, seen)
+
+
+def _scan_versions(
+    store: Store,
+    plan: _Plan,
+    scan: _Scan,
+    top: int,
+    run: RunRecord | None,
+    summary: RelevanceSummary,
+    progress: bool,
+) -> None:
+    """Batch by batch from the least-read claim's mark up to `top`: each batch's pairs and marks commit
+    together; a stop asked for between batches keeps what is committed, and the next run resumes."""
+    after = int(scan.seen.min())
+    with store.session() as session:
+        to_scan = count_versions_between(session, after, top)
+    with progress_bar("relevance", to_scan or 0, "papers", progress) as advance:
+        while after < top:
+            with store.session() as session:
+                rows = versions_between(session, after, top, plan.cfg.batch_size)
+            if not rows:
+                break
+            after = _scan_batch(store, plan, scan, paper_docs(rows), run, summary)
+            advance(len(rows))
+            if _stopped(run):  # a daemon or replay asked to stop: the next run resumes here
+                break
+
+
+def _scan_batch(
+    store: Store,
+    plan: _Plan,
+    scan: _Scan,
+    papers: list[PaperDoc],
+    run: RunRecord | None,
+    summary: RelevanceSummary,
+) -> int:
+    """Score one batch, write its pairs and advance the marks in one transaction; the batch's last row id."""
+    row_ids = np.array([p.row_id for p in papers], dtype=np.int64)
+    eligible = row_ids[None, :] > scan.seen[:, None]
+    scores = scan.scorer.score(papers, claims=scan.due)
+    pairs = select_pairs(scores, scan.cuts, eligible, plan.ceiling, plan.cfg.min_score)
+    upto = int(row_ids[-1])
+    with store.session() as session:
+        summary.candidates_added += _write(
+            session, scan.behind, papers, pairs, plan.method, run, plan.new_state
+        )
+        _advance_marks(session, scan.behind, scan.marks, upto)
+    summary.papers_scanned += int(eligible.any(axis=0).sum())
+    return upto
 
 
 def _write(

@@ -1,6 +1,5 @@
-"""The digest: render a period's view-model (gather.py), write it, record it, and send it when asked.
-
-Imports go one way: this module -> delivery.py (sending) -> gather.py (the view-model).
+"""The digest: render a period's view-model (gather.py), write it and record it. Sending is
+delivery.py's, called from one place (`schedule/pipeline.py email_step`).
 """
 
 from __future__ import annotations
@@ -10,18 +9,17 @@ import hashlib
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from monitor.config import Settings
 from monitor.files import write_together
 from monitor.report.budget import fold_large_library
-from monitor.report.delivery import DeliveryError, raise_failures, send_digest
 from monitor.report.feed import write_feed
 from monitor.report.gather import gather_digest
 from monitor.report.period import Period, resolve_period
 from monitor.report.render import fmt_date, render
-from monitor.report.views import Digest
-from monitor.report.webhooks import notify_digest
+from monitor.report.research import DigestAsks
+from monitor.report.views import DigestView
 from monitor.store.db import Store
 from monitor.store.digests import save_digest
 from monitor.store.papers import newest_published
@@ -32,7 +30,9 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class DigestResult:
-    """What `write_digest` did."""
+    """What `write_digest` did (recorded on the run as `report` by the caller: StageCounts)."""
+
+    stage: ClassVar[str] = "report"
 
     period: Period
     digest_id: int
@@ -53,8 +53,11 @@ class DigestResult:
             **self.stats,
         }
 
+    def stage_counts(self) -> dict[str, Any]:
+        return {"period": self.period.key, **{k: v for k, v in self.stats.items() if k != "verdicts"}}
 
-def content_hash(markdown: str, digest: Digest) -> str:
+
+def content_hash(markdown: str, digest: DigestView) -> str:
     """sha256 of the Markdown without its generation time, so it changes only when the content does."""
     return hashlib.sha256(markdown.replace(fmt_date(digest.generated_at), "").encode()).hexdigest()
 
@@ -76,22 +79,45 @@ def _data_today(store: Store, spec: str, today: dt.date) -> dt.date:
     if newest is None or newest >= default.start - dt.timedelta(days=STALE_STORE_DAYS):
         return today
     shifted = newest + dt.timedelta(days=7) if spec == "week" else _first_of_next_month(newest)
-    # Information, not a warning: a snapshot store is reported as intended (the period printed says which).
+    # Information, not a warning: the caller chose to follow the store (`follow_store`), and the period
+    # printed says which; nothing is wrong.
     log.info("newest stored paper is from %s; reporting the period that holds it, not the last one", newest)
     return shifted
 
 
 def reported_period(
-    store: Store, spec: str = "week", today: dt.date | None = None
+    store: Store,
+    spec: str = "week",
+    today: dt.date | None = None,
+    follow_store: bool = True,
 ) -> Period:
-    """The period a default digest (`spec` week or month) reports: the last complete one, or for a store
-    filled from a snapshot the one holding its newest paper (`_data_today`)."""
-    today = _data_today(store, spec, today or dt.datetime.now(dt.UTC).date())
+    """The period a default digest (`spec` week or month) reports: the last complete one, or, with
+    `follow_store`, for a store filled from a snapshot the one holding its newest paper (`_data_today`)."""
+    today = today or dt.datetime.now(dt.UTC).date()
+    if follow_store:
+        today = _data_today(store, spec, today)
     return resolve_period(spec, None, None, today)
 
 
 def _first_of_next_month(day: dt.date) -> dt.date:
     return (day.replace(day=28) + dt.timedelta(days=4)).replace(day=1)
+
+
+def choose_period(
+    store: Store,
+    period: str | Period | None = "week",
+    since: dt.date | None = None,
+    until: dt.date | None = None,
+    today: dt.date | None = None,
+    follow_store: bool = True,
+) -> Period:
+    """The period asked for: a Period, a key (2026-W12, 2026-03), a custom range, or the default week
+    or month (`reported_period`, which with `follow_store` moves to a stale store's last period)."""
+    if isinstance(period, Period):
+        return period
+    if period in (None, "week", "month") and since is None and until is None:
+        return reported_period(store, period or "week", today, follow_store)
+    return resolve_period(period, since, until, today)
 
 
 def write_digest(
@@ -102,26 +128,20 @@ def write_digest(
     until: dt.date | None = None,
     formats: list[str] | None = None,
     run: RunRecord | None = None,
-    force: bool = False,
-    email: bool | None = None,
     today: dt.date | None = None,
-    notify: bool = False,
+    asked: DigestAsks | None = None,
+    follow_store: bool = True,
 ) -> DigestResult:
-    """Render the period's digest to settings.paths.reports and record it; optionally email it.
+    """Render the period's digest to settings.paths.reports and record it; it is never mailed here
+    (`schedule/pipeline.py email_step` is where mail leaves).
 
     Markdown is always written (it is the source of truth); `formats` may add "html". Re-rendering a
-    period overwrites its files and updates its one `digests` row. With `email` (default
-    settings.report.email) the digest is sent unless it was already sent for this period (`force` resends);
-    with `notify` its summary is posted to report.webhooks, once per period and webhook too. A failed
-    send raises DeliveryError (8) after both were tried; the digest stays written.
+    period overwrites its files and updates its one `digests` row. `asked`: what the ask step before
+    it (report/asks.py) got from the LLM; the digest itself calls none. `follow_store`: see `choose_period`.
     """
-    default_period = not isinstance(period, Period) and period in (None, "week", "month")
-    if default_period and since is None and until is None:
-        chosen = reported_period(store, period or "week", today)
-    else:
-        chosen = period if isinstance(period, Period) else resolve_period(period, since, until, today)
+    chosen = choose_period(store, period, since, until, today, follow_store)
     wanted = ["md", *[f for f in (formats or settings.report.formats) if f != "md"]]
-    digest = gather_digest(store, settings, chosen, run)
+    digest = gather_digest(store, settings, chosen, asked)
     stats = digest.summary.as_stats() | {"lines": len(digest.lines)}  # counted before folding
     fold_large_library(digest)
     texts = {fmt: render(digest, fmt, settings) for fmt in wanted}
@@ -145,18 +165,4 @@ def write_digest(
     digest_id = write_together({paths[fmt]: texts[fmt] for fmt in wanted}, record)
     result = DigestResult(chosen, digest_id, paths, stats, sha)
     write_feed(store, settings)
-    if run is not None:
-        run.add("report", {"period": chosen.key, **{k: v for k, v in stats.items() if k != "verdicts"}})
-    failures: list[DeliveryError] = []
-    try:
-        if settings.report.email if email is None else email:
-            result.sent = send_digest(store, settings, digest_id, force=force)
-    except DeliveryError as exc:  # the webhooks are still tried
-        failures.append(exc)
-    try:
-        if notify:
-            result.posted = notify_digest(store, settings, digest_id, force=force)
-    except DeliveryError as exc:
-        failures.append(exc)
-    raise_failures(failures)
     return result

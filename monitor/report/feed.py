@@ -37,9 +37,7 @@ def summary_line(stats: dict[str, object]) -> str:
     verdicts_changed = f"{changed} verdict{'' if changed == 1 else 's'} changed"
     evidence = stats.get("evidence") or {}
     # The digest's own totals sentence (EvidenceSummary.totals_sentence), never a second count.
-    totals = (
-        f" {evidence['sentence']}." if isinstance(evidence, dict) and "sentence" in evidence else ""
-    )
+    totals = f" {evidence['sentence']}." if isinstance(evidence, dict) and "sentence" in evidence else ""
     return (
         f"{verdicts_changed}; {stats.get('new_evidence', 0)} new evidence; "
         f"{stats.get('for_review', 0)} for review. Claims: {counts or 'none'}.{totals}"

@@ -16,24 +16,25 @@ from collections import Counter
 from sqlalchemy.orm import Session
 
 from monitor.config import Settings
+from monitor.judge.embedded import measured_coverage, sentence_overlap, surface_words
 from monitor.judge.sentences import split_sentences
-from monitor.judge.student import measured_coverage, sentence_overlap, surface_words
+from monitor.llm.cost import token_cost
 from monitor.relevance.bm25 import Lexicon, load_lexicon
 from monitor.report.period import Period, day_range
-from monitor.report.research import digest_note, research_questions
+from monitor.report.research import DigestAsks, digest_note, research_questions
 from monitor.report.strongest import attach_strongest
 from monitor.report.views import (
     EVIDENCE_PER_CLAIM,
     TRIAGE_PER_CLAIM,
     AnchorView,
     ClaimView,
-    Digest,
+    DigestView,
     EvidenceView,
     LineView,
     Summary,
     TriageView,
 )
-from monitor.review.rewording import open_views, propose_rewordings
+from monitor.review.rewording import open_views
 from monitor.store.candidates import count_unjudged
 from monitor.store.claims import active_claims, lines_by_claim
 from monitor.store.db import Store
@@ -42,9 +43,8 @@ from monitor.store.failures import count_parked
 from monitor.store.lines import active_lines, ungrounded_anchors
 from monitor.store.models import Anchor, Claim, Line
 from monitor.store.papers import abstracts_of, count_first_seen, count_published
-from monitor.store.runs import RunRecord
 from monitor.verdicts.rollup import outcomes
-from monitor.verdicts.rules import LOCAL_JUDGE, STATUSES, EvidenceItem, EvidenceSummary, Outcome
+from monitor.verdicts.rules import EMBEDDED_JUDGE, STATUSES, EvidenceItem, EvidenceSummary, Outcome
 from monitor.verdicts.sources import anchor_ids_by_claim
 
 OTHER_LINE_ID = "_other"
@@ -55,7 +55,7 @@ LATER_SENTENCE_SHARE = 0.8
 
 def _triaged(item: EvidenceItem, now: Outcome) -> bool:
     """The embedded judge's stance that nobody confirmed, or withheld: listed without a stance."""
-    return item.judge == LOCAL_JUDGE and not item.reviewed and (item.abstained or item in now.held)
+    return item.judge == EMBEDDED_JUDGE and not item.reviewed and (item.abstained or item in now.held)
 
 
 def _claim_view(
@@ -137,10 +137,14 @@ def _urgency(view: ClaimView) -> tuple[int, int, str]:
 def _summary(s: Session, settings: Settings, period: Period, claims: list[ClaimView]) -> Summary:
     start, stop = day_range(period)
     usage = period_usage(s, period.start, period.end, start, stop)
-    cost = (
-        usage.prompt_tokens * settings.llm.price_input_per_million
-        + usage.completion_tokens * settings.llm.price_output_per_million
-    ) / 1e6
+    # Priced as the judge prices its own calls (llm/cost.py): Batch API answers at half price.
+    live = (
+        usage.prompt_tokens - usage.batch_prompt_tokens,
+        usage.completion_tokens - usage.batch_completion_tokens,
+    )
+    cost = token_cost(settings, *live) + token_cost(
+        settings, usage.batch_prompt_tokens, usage.batch_completion_tokens, batch=True
+    )
     counts = Counter(c.status for c in claims)
     unjudged_pairs, unjudged_papers = count_unjudged(s, period.end)
     return Summary(
@@ -165,11 +169,21 @@ def _summary(s: Session, settings: Settings, period: Period, claims: list[ClaimV
 
 
 def gather_digest(
-    store: Store, settings: Settings, period: Period, run: RunRecord | None = None, ask_llm: bool = True
-) -> Digest:
-    """Build the digest view-model for one period (and ask for research questions when configured)."""
+    store: Store, settings: Settings, period: Period, asked: DigestAsks | None = None
+) -> DigestView:
+    """Build the digest view-model for one period. A pure reader: it calls no LLM and writes nothing.
+
+    Research questions are `asked`'s (the ask step before the digest, report/asks.py), else an earlier
+    identical request's stored answer; proposed wordings are the open ones in the store.
+    """
     with store.session() as s:
         claims = active_claims(s)
+        # The one recomputation of verdicts outside `compute_verdicts`, and why: a verdict row keeps a
+        # claim's status, movers and summary as of the day a run computed it, while the digest shows
+        # every item behind the verdict (counted, unclear, unconfirmed, for review) as of the period's
+        # end and the day before it began, which for a past period no run stored, and which must
+        # count evidence judged since (a replay judges past weeks today) so a period renders the same
+        # whatever was run after it (docs/verdicts.md).
         now = outcomes(s, settings, period.end, claims)
         before = outcomes(s, settings, period.start - dt.timedelta(days=1), claims)
         by_claim = lines_by_claim(s)
@@ -184,17 +198,15 @@ def gather_digest(
         line_rows = {ln.id: ln for ln in active_lines(s)}
         anchors = ungrounded_anchors(s)
         summary = _summary(s, settings, period, list(views.values()))
-    if ask_llm:
-        _propose_wordings(store, settings, views, run)
     for proposal in open_views(store, list(views)):
         views[proposal.claim_id].proposal = proposal
         summary.proposals += 1
     lines = _line_views(views, line_rows, anchors)
-    if ask_llm:
-        for line in lines:
-            line.questions = research_questions(store, settings, line, line.detailed, run)
+    for line in lines:
+        found = asked.questions.get(line.id) if asked is not None else None
+        line.questions = found or research_questions(store, settings, line, line.detailed, ask=False)
     attach_strongest(store, settings, period, now, lines)
-    return Digest(
+    return DigestView(
         title=settings.report.title,
         period=period,
         generated_at=dt.datetime.now(dt.UTC).replace(microsecond=0, tzinfo=None),
@@ -206,18 +218,6 @@ def gather_digest(
         overturn_strength=settings.verdicts.overturn_strength,
         research_note=digest_note([line.questions for line in lines]),
     )
-
-
-def _propose_wordings(
-    store: Store, settings: Settings, views: dict[str, ClaimView], run: RunRecord | None
-) -> None:
-    """With an LLM configured, a narrowed wording for each claim that confirmed RELAXES evidence bounds."""
-    due = [v.id for v in views.values() if v.conditions]
-    if not due or not settings.llm_configured():
-        return
-    done = propose_rewordings(store, settings, due, run.id if run else None)
-    if run is not None:
-        run.warnings.extend(f"no proposed wording for {failure}" for failure in done.failed)
 
 
 def _line_views(

@@ -45,8 +45,28 @@ class ResearchQuestions:
     note: str = ""
 
 
+@dataclass
+class DigestAsks:
+    """What the ask step before a digest did (report/asks.py): each line's research questions, as the
+    digest then shows them, and how many wordings were proposed or could not be."""
+
+    period: str
+    questions: dict[str, ResearchQuestions] = field(default_factory=dict)
+    wordings_proposed: int = 0
+    wordings_failed: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        states = [q.state for q in self.questions.values()]
+        return {
+            "period": self.period,
+            "questions": {state: states.count(state) for state in sorted(set(states))},
+            "wordings_proposed": self.wordings_proposed,
+            "wordings_failed": self.wordings_failed,
+        }
+
+
 def not_asked() -> ResearchQuestions:
-    """A line's section before (or without: `gather_digest(ask_llm=False)`) asking."""
+    """A line's section when nobody asked (`report/asks.py` asks before the digest is written)."""
     return ResearchQuestions("not_asked", note="Research questions were not asked for this digest.")
 
 
@@ -139,11 +159,17 @@ def _parse(text: str | None) -> list[str]:
 
 
 def research_questions(
-    store: Store, settings: Settings, line: Any, claims: list[Any], run: RunRecord | None = None
+    store: Store,
+    settings: Settings,
+    line: Any,
+    claims: list[Any],
+    run: RunRecord | None = None,
+    ask: bool = True,
 ) -> ResearchQuestions:
     """Ask the judge's model for two questions about one line, given its claims with new evidence.
 
-    With a run, its counts (`research`), tokens and errors record what asking did.
+    With a run, its counts (`research`), tokens and errors record what asking did. `ask=False` (the
+    digest, a pure reader): an earlier identical request's answer, or `not_asked`; nothing is called.
     """
     if not settings.report.research_questions:
         return ResearchQuestions(
@@ -166,6 +192,8 @@ def research_questions(
     if cached is not None:
         tally["reused"] = tally.get("reused", 0) + 1
         return ResearchQuestions("ok", cached, note="reused from an earlier identical request")
+    if not ask:
+        return not_asked()
     recorder = ExchangeRecorder(store, run_id=run.id if run else None)
     meta = {"cache_key": key, "purpose": "research_questions", "line": line.id}
 

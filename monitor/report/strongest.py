@@ -22,7 +22,7 @@ from monitor.report.period import Period, day_range
 from monitor.sources.base import arxiv_url
 from monitor.store.db import Store
 from monitor.store.digests import JudgedPair, judged_pairs
-from monitor.verdicts.rules import LOCAL_JUDGE, EvidenceItem, Outcome, Thresholds, strength
+from monitor.verdicts.rules import EMBEDDED_JUDGE, EvidenceItem, Outcome, Thresholds, strength
 
 if TYPE_CHECKING:  # views.py imports this module's dataclasses
     from monitor.report.views import ClaimView, LineView
@@ -78,7 +78,7 @@ class JudgeReading:
 
     @property
     def embedded(self) -> bool:
-        return self.judge == LOCAL_JUDGE
+        return self.judge == EMBEDDED_JUDGE
 
 
 @dataclass
@@ -99,7 +99,7 @@ class StrongestWork:
 
 
 def _judge_name(judge: str) -> str:
-    return "embedded judge" if judge == LOCAL_JUDGE else f"{judge} judge"
+    return "embedded judge" if judge == EMBEDDED_JUDGE else f"{judge} judge"
 
 
 def is_long(period: Period) -> bool:

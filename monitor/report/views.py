@@ -6,7 +6,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from monitor.judge.student import Coverage
+from monitor.judge.embedded import Coverage
 from monitor.report.period import Period
 from monitor.report.research import ResearchQuestions, not_asked
 from monitor.report.strongest import StrongestWork
@@ -198,7 +198,7 @@ class Summary:
 
 
 @dataclass
-class Digest:
+class DigestView:
     """Everything a digest template needs."""
 
     title: str

@@ -35,7 +35,7 @@ from monitor.store.claims import active_links_of_claim, add_claim, cite_instead,
 from monitor.store.models import Claim, ClaimRewording, utcnow
 from monitor.store.papers import get_paper
 from monitor.store.reviews import decisions_in_force
-from monitor.store.rewordings import add_proposal, decide, get_rewording, open_proposals
+from monitor.store.rewordings import add_proposal, get_rewording, open_proposals, record_decision
 
 TEMPLATE_NAMES = ("reword_system.j2", "reword_user.j2", "reword_correction.j2")
 MAX_WORDS = 80  # the prompt asks for at most 60; a little slack before calling it a rewrite
@@ -269,14 +269,14 @@ def accept(store: Store, rewording_id: int, note: str = "") -> Decided:
         for link in links:
             cite_instead(s, link, new_id, now)
         old.retired_at, old.replaced_by = now, new_id
-        decide(s, row, "accepted", note, new_id)
+        record_decision(s, row, "accepted", note, new_id)
         return Decided(rewording_id, "accepted", old.id, new_id, len(links))
 
 
 def reject(store: Store, rewording_id: int, note: str = "") -> Decided:
     with store.session() as s:
         row = _open_row(s, rewording_id)
-        decide(s, row, "rejected", note, None)
+        record_decision(s, row, "rejected", note, None)
         return Decided(rewording_id, "rejected", row.claim_id, None, 0)
 
 

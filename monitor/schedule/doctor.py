@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from monitor.config import Settings
+from monitor.config import EMBEDDED, Settings
 from monitor.errors import MonitorError
 from monitor.llm.servers import Detection, FoundServer, find_servers, list_models
 from monitor.store.claims import active_totals
@@ -89,6 +89,6 @@ def check(settings: Settings, config_file: Path | None, ports: list[int] | None 
     if server is not None and not judge.works:
         health.server = server
         health.proposal = {"llm": server.llm_settings()}
-        if settings.judge.provider == "local":  # the user chose the embedded judge; writing says otherwise
+        if settings.judge.provider == EMBEDDED:  # the user chose the embedded judge; writing says otherwise
             health.proposal["judge"] = {"provider": "openai"}
     return health

@@ -116,13 +116,13 @@ def _estimate(
         from monitor.relevance.screen import estimate_screen
 
         show("screen estimate", estimate_screen(store, settings))
-    if batch:
-        settings.llm.batch = True  # the estimate at batch prices
     if request.alternatives:
         from monitor.judge.estimate import alternatives
 
         show("alternatives", alternatives(store, settings, days=ALTERNATIVES_DAYS))
+    # The estimate at batch prices: on a copy, so the caller's settings say what its config says.
+    priced = settings.model_copy(update={"judge": settings.judge.model_copy(update={"batch": batch})})
     summary = judge_pending(
-        store, settings, judge=judge, force=request.force, claim_ids=request.claim_ids, dry_run=True
+        store, priced, judge=judge, force=request.force, claim_ids=request.claim_ids, dry_run=True
     )
     show("judge", summary)

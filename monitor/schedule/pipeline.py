@@ -26,7 +26,7 @@ from monitor.schedule.signals import Interrupted, StopFlag
 from monitor.store.db import Store
 from monitor.store.digests import period_keys, unsent_digests
 from monitor.store.models import utcnow
-from monitor.store.runs import RunRecord, run_status, save_progress
+from monitor.store.runs import RunRecord, StageCounts, run_status, save_progress
 from monitor.testhooks import pause_at
 
 if TYPE_CHECKING:
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from monitor.judge.work import JudgeSummary
     from monitor.relevance import RelevanceSummary
     from monitor.report.period import Period
+    from monitor.report.research import DigestAsks
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +95,8 @@ class Steps:
         started = time.monotonic()
         result = work()
         if self.run is not None:
+            if isinstance(result, StageCounts):  # a stage returns its counts; the run records them here
+                self.run.record(result)
             self.run.counts.setdefault("seconds", {})[name] = round(time.monotonic() - started, 2)
             save_progress(self.store, self.run)
         if shown is not None:
@@ -175,7 +178,12 @@ def _pipeline(
     step("verdicts", lambda: verdicts_step(store, settings, run))
     if not opts.report:
         return
-    digest = step("report", lambda: report_step(store, settings, run, period))
+    if period is None:
+        from monitor.report.digest import choose_period
+
+        period = choose_period(store, settings.report.period)
+    asked = step("ask", lambda: ask_step(store, settings, run, period))
+    digest = step("report", lambda: report_step(store, settings, run, period, asked))
     outcome.digest_id = digest.digest_id
     outcome.digest_paths = [str(p) for p in digest.paths.values()]
     deliver(step, store, settings, run, outcome, settings.report.email if opts.email is None else opts.email)
@@ -359,49 +367,108 @@ def verdicts_step(store: Store, settings: Settings, run: RunRecord, as_of: dt.da
     return compute_verdicts(store, settings, as_of=as_of, run=run)
 
 
-def report_step(store: Store, settings: Settings, run: RunRecord, period: Any = None) -> Any:
-    """Write the digest of `period` (default: settings.report.period); never mails it."""
+def ask_step(store: Store, settings: Settings, run: RunRecord | None, period: Period) -> DigestAsks:
+    """The LLM work the digest of `period` shows (proposed wordings, research questions), before it is
+    written, so the digest is a pure reader; recorded on the run as `asks`."""
+    from monitor.report.asks import ask_before_digest
+
+    return ask_before_digest(store, settings, period, run)
+
+
+def report_step(
+    store: Store,
+    settings: Settings,
+    run: RunRecord,
+    period: Period,
+    asked: DigestAsks | None = None,
+    formats: list[str] | None = None,
+) -> Any:
+    """Write the digest of `period` with what `ask_step` got; never mails it."""
     from monitor.report.digest import write_digest
 
     # Mail goes out in its own step (email_step), so a crash between writing and sending is caught up.
-    return write_digest(store, settings, period=period or settings.report.period, run=run, email=False)
+    return write_digest(store, settings, period=period, run=run, asked=asked, formats=formats)
 
 
-def email_step(store: Store, settings: Settings, run: RunRecord) -> list[int]:
-    """Send this run's digest and any recent one an earlier, killed run wrote but did not send."""
+def email_step(
+    store: Store,
+    settings: Settings,
+    run: RunRecord | None,
+    digest_ids: list[int] | None = None,
+    force: bool = False,
+) -> list[int]:
+    """The one place a digest is mailed from. Sends `digest_ids` (`monitor report --email`; `force`
+    resends one already sent), or else this run's digest and any recent one an earlier, killed run
+    wrote but did not send."""
     from monitor.report.delivery import send_digest
 
     sent: list[int] = []
-    for digest_id in pending_deliveries(store):
-        if send_digest(store, settings, digest_id):
+    for digest_id in pending_deliveries(store) if digest_ids is None else digest_ids:
+        if send_digest(store, settings, digest_id, force=force):
             sent.append(digest_id)
     with store.session() as s:
         periods = period_keys(s, sent)
-    run.counts["email"] = {"sent": len(sent), "periods": periods}  # printed by `monitor run`
+    if run is not None:
+        run.counts["email"] = {"sent": len(sent), "periods": periods}  # printed by `monitor run`
     return sent
 
 
-def webhook_step(store: Store, settings: Settings, run: RunRecord) -> list[int]:
-    """Post this run's digest, and any recent one not yet posted to every webhook, to report.webhooks."""
+def webhook_step(
+    store: Store,
+    settings: Settings,
+    run: RunRecord | None,
+    digest_ids: list[int] | None = None,
+    force: bool = False,
+) -> list[int]:
+    """Post `digest_ids` (`monitor report --notify`; `force` posts again), or else this run's digest and
+    any recent one not yet posted to every webhook, to report.webhooks."""
     from monitor.report.delivery import DeliveryError, raise_failures
     from monitor.report.webhooks import notify_digest
 
-    since = utcnow() - RESEND_WINDOW
-    with store.session() as s:
-        due = unsent_digests(s, since, ("run", "daemon:digest"), mailed_too=True)
+    if digest_ids is None:
+        since = utcnow() - RESEND_WINDOW
+        with store.session() as s:
+            digest_ids = unsent_digests(s, since, ("run", "daemon:digest"), mailed_too=True)
     posted: list[int] = []
     failures: list[DeliveryError] = []
-    for digest_id in due:
+    for digest_id in digest_ids:
         try:
-            if notify_digest(store, settings, digest_id):
+            if notify_digest(store, settings, digest_id, force=force):
                 posted.append(digest_id)
         except DeliveryError as exc:  # the next digest is still tried
             failures.append(exc)
     with store.session() as s:
         periods = period_keys(s, posted)
-    run.counts["webhooks"] = {"posted": len(posted), "periods": periods}  # printed by `monitor run`
+    if run is not None:
+        run.counts["webhooks"] = {"posted": len(posted), "periods": periods}  # printed by `monitor run`
     raise_failures(failures)
     return posted
+
+
+def deliver_digest(
+    store: Store, settings: Settings, run: RunRecord, digest_id: int, email: bool, notify: bool, force: bool
+) -> tuple[bool | None, list[str] | None]:
+    """`monitor report --email/--notify`: mail and post one digest; (sent, the webhooks posted to), None
+    where not asked.
+    A failure of one does not keep the other from going out; DeliveryError (8) after both were tried."""
+    from monitor.report.delivery import DeliveryError, raise_failures
+    from monitor.report.webhooks import notify_digest
+
+    sent: bool | None = None
+    posted: list[str] | None = None
+    failures: list[DeliveryError] = []
+    if email:
+        try:
+            sent = email_step(store, settings, run, [digest_id], force=force) != []
+        except DeliveryError as exc:
+            failures.append(exc)
+    if notify:
+        try:
+            posted = notify_digest(store, settings, digest_id, force=force)
+        except DeliveryError as exc:
+            failures.append(exc)
+    raise_failures(failures)
+    return sent, posted
 
 
 def pending_deliveries(store: Store) -> list[int]:

@@ -34,6 +34,7 @@ from monitor.schedule.lock import RunLock, locked_run
 from monitor.schedule.pipeline import (
     Assess,
     Steps,
+    ask_step,
     assess,
     fetch_step,
     report_step,
@@ -194,7 +195,7 @@ def replay(
     start: dt.date,
     end: dt.date,
     every: Every = "week",
-    judge: str | None = "local",
+    judge: str | None = "embedded",
     stop: StopFlag | None = None,
     lock: RunLock | None = None,
     on_period: Callable[[PeriodResult], None] | None = None,
@@ -250,7 +251,8 @@ def _replay_period(
     pause_at(f"replay:{period.key}:before_digest")  # test-only crash point
     changes = step("verdicts", lambda: verdicts_step(store, settings, run, as_of=period.end))
     result.verdict_changes = len(changes)
-    digest = step("report", lambda: report_step(store, settings, run, period=period))
+    asked = step("ask", lambda: ask_step(store, settings, run, period))
+    digest = step("report", lambda: report_step(store, settings, run, period, asked))
     result.digest = str(digest.paths.get("md", ""))
     result.seconds = round(time.monotonic() - t0, 2)
     return result

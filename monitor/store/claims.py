@@ -134,7 +134,7 @@ def claim_texts(session: Session, claim_ids: Iterable[str]) -> dict[str, str]:
     return {cid: text for cid, text in session.execute(query)}
 
 
-def claim_dates(session: Session) -> dict[str, str | None]:
+def claim_date_texts(session: Session) -> dict[str, str | None]:
     """Every claim's date as written (None: undated), retired ones too, by id."""
     return {cid: date for cid, date in session.execute(select(Claim.id, Claim.date_text))}
 

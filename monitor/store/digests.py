@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import ColumnElement, case, func, select
 from sqlalchemy.orm import Session
 
+from monitor.config import EMBEDDED_JUDGE_STORED
 from monitor.store.candidates import SCREEN_DROPPED
 from monitor.store.claims import is_active
 from monitor.store.models import Assessment, Candidate, Claim, Paper
@@ -31,6 +32,8 @@ class PeriodUsage(NamedTuple):
     prompt_tokens: int
     completion_tokens: int
     judged_embedded: int = 0  # of `judged`, by the embedded offline judge (`local`)
+    batch_prompt_tokens: int = 0  # of the tokens, those answered through the Batch API (half price)
+    batch_completion_tokens: int = 0
 
 
 def _judged_for_period(
@@ -74,21 +77,34 @@ def period_usage(
     made in [start, stop)."""
     judged_here = _judged_for_period(first, last, start, stop)
     judged, embedded = session.execute(
-        select(func.count(), func.coalesce(func.sum(case((Assessment.judge == "local", 1), else_=0)), 0))
+        select(
+            func.count(),
+            func.coalesce(func.sum(case((Assessment.judge == EMBEDDED_JUDGE_STORED, 1), else_=0)), 0),
+        )
         .select_from(Assessment)
         .where(judged_here)
     ).one()
     exchange_ids = select(Assessment.exchange_id).where(judged_here & Assessment.exchange_id.is_not(None))
-    prompt, completion = session.execute(
+    batch = LLMExchange.response_format == "batch"
+    prompt, completion, batch_prompt, batch_completion = session.execute(
         select(
             func.coalesce(func.sum(LLMExchange.prompt_tokens), 0),
             func.coalesce(func.sum(LLMExchange.completion_tokens), 0),
+            func.coalesce(func.sum(case((batch, LLMExchange.prompt_tokens), else_=0)), 0),
+            func.coalesce(func.sum(case((batch, LLMExchange.completion_tokens), else_=0)), 0),
         ).where(
             ((LLMExchange.created_at >= start) & (LLMExchange.created_at < stop))
             | LLMExchange.id.in_(exchange_ids)
         )
     ).one()
-    return PeriodUsage(int(judged or 0), int(prompt), int(completion), int(embedded or 0))
+    return PeriodUsage(
+        int(judged or 0),
+        int(prompt),
+        int(completion),
+        int(embedded or 0),
+        int(batch_prompt),
+        int(batch_completion),
+    )
 
 
 class PairTally(NamedTuple):

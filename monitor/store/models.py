@@ -333,7 +333,9 @@ class Verdict(Base):
     previous_status: Mapped[str | None] = mapped_column(String(12))
     changed: Mapped[bool] = mapped_column(Boolean, default=False)
     as_of: Mapped[dt.date] = mapped_column(Date)  # evidence up to this date
-    evidence: Mapped[list[Any]] = mapped_column(JSON, default=list)  # assessment ids that moved it
+    # The assessment ids that moved it (the column keeps its first name; `evidence` in JSON output is
+    # the papers' arXiv ids, so in code these are `assessment_ids`).
+    assessment_ids: Mapped[list[Any]] = mapped_column("evidence", JSON, default=list)
     summary: Mapped[str] = mapped_column(Text, default="")
     # What every reader prints with it, computed once with the status: status_since, papers (arXiv
     # refs behind the status) and the evidence summary (monitor/verdicts/rules.py EvidenceSummary).

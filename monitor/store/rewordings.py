@@ -45,7 +45,9 @@ def accepted_wordings(session: Session) -> dict[str, ClaimRewording]:
     return {row.claim_id: row for row in session.scalars(query)}
 
 
-def decide(session: Session, row: ClaimRewording, status: str, note: str, new_claim_id: str | None) -> None:
+def record_decision(
+    session: Session, row: ClaimRewording, status: str, note: str, new_claim_id: str | None
+) -> None:
     if status not in STATUSES[1:]:
         raise ValueError(f"unknown decision {status!r}")
     row.status, row.note, row.new_claim_id, row.decided_at = status, note, new_claim_id, utcnow()

@@ -13,7 +13,7 @@ import socket
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from sqlalchemy import select, update
 
@@ -25,6 +25,16 @@ from monitor.store.records import Run
 # the lock can only belong to a dead process.
 LOCKED_COMMANDS = ("run", "replay", "retest", "judge", "daemon:digest", "daemon:fetch")
 ERROR_CHARS = 300  # one error line in `runs.errors`
+
+
+@runtime_checkable
+class StageCounts(Protocol):
+    """What a stage returns about its work: its counts go into the run's row under `stage`. The stage
+    returns it and the caller records it (`RunRecord.record`; `pipeline.Steps` does for every step)."""
+
+    stage: ClassVar[str]
+
+    def stage_counts(self) -> dict[str, Any]: ...
 
 
 @dataclass
@@ -47,6 +57,9 @@ class RunRecord:
 
     def add(self, stage: str, values: dict[str, Any]) -> None:
         self.counts[stage] = values
+
+    def record(self, result: StageCounts) -> None:
+        self.counts[result.stage] = result.stage_counts()
 
     def lost_lock(self) -> bool:
         return self.holds_lock is not None and not self.holds_lock()

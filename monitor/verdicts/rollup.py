@@ -11,6 +11,7 @@ import datetime as dt
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar
 
 from sqlalchemy.orm import Session
 
@@ -49,9 +50,29 @@ class VerdictChange:
     previous_status: str | None
     status_changed: bool  # False when only the papers behind an unchanged status moved
     as_of: dt.date
-    evidence: list[int]  # assessment ids that moved it
+    assessment_ids: list[int]  # that moved it (the JSON's `evidence` is the papers' arXiv ids)
     last_changed: dt.date | None
     verdict_id: int
+
+
+class VerdictRun(list[VerdictChange]):
+    """The rows `compute_verdicts` wrote, and its tally: recorded on the run as `verdicts` by the caller
+    (StageCounts)."""
+
+    stage: ClassVar[str] = "verdicts"
+
+    def __init__(self, changes: list[VerdictChange], as_of: dt.date, tally: dict[str, int]) -> None:
+        super().__init__(changes)
+        self.as_of, self.tally = as_of, tally
+
+    def stage_counts(self) -> dict[str, Any]:
+        return {
+            "as_of": self.as_of.isoformat(),
+            "claims": sum(self.tally.values()),
+            "rows_written": len(self),
+            "status_changed": sum(1 for c in self if c.status_changed),
+            **{k.lower(): v for k, v in self.tally.items()},
+        }
 
 
 @dataclass
@@ -204,10 +225,11 @@ def verdict_details(outcome: Outcome) -> dict[str, object]:
 
 def compute_verdicts(
     store: Store, settings: Settings, as_of: dt.date | None = None, run: RunRecord | None = None
-) -> list[VerdictChange]:
+) -> VerdictRun:
     """Recompute every active claim's verdict at `as_of` (default today, UTC) and record what changed.
 
     Only papers published on or before `as_of` count, so a replay can step through past weeks.
+    `run`: the run the rows are written by; the caller records the returned counts on it.
     """
     day = as_of or dt.datetime.now(dt.UTC).date()
     changes: list[VerdictChange] = []
@@ -221,7 +243,7 @@ def compute_verdicts(
             prior = latest_verdict(s, claim.id, day)
             details = verdict_details(outcome)
             unchanged = prior is not None and prior.status == outcome.status
-            if unchanged and sorted(prior.evidence) == outcome.mover_ids and prior.details == details:
+            if unchanged and sorted(prior.assessment_ids) == outcome.mover_ids and prior.details == details:
                 continue
             previous = prior.status if prior is not None else None
             row = Verdict(
@@ -230,7 +252,7 @@ def compute_verdicts(
                 previous_status=previous,
                 changed=outcome.status != (previous or UNTESTED),
                 as_of=day,
-                evidence=outcome.mover_ids,
+                assessment_ids=outcome.mover_ids,
                 summary=summarise(outcome),
                 details=details,
                 run_id=run.id if run else None,
@@ -244,23 +266,12 @@ def compute_verdicts(
                     previous_status=previous,
                     status_changed=row.changed,
                     as_of=day,
-                    evidence=outcome.mover_ids,
+                    assessment_ids=outcome.mover_ids,
                     last_changed=outcome.last_changed,
                     verdict_id=row.id,
                 )
             )
-    if run is not None:
-        run.add(
-            "verdicts",
-            {
-                "as_of": day.isoformat(),
-                "claims": sum(tally.values()),
-                "rows_written": len(changes),
-                "status_changed": sum(1 for c in changes if c.status_changed),
-                **{k.lower(): v for k, v in tally.items()},
-            },
-        )
-    return changes
+    return VerdictRun(changes, day, tally)
 
 
 def current_verdicts(store: Store, line_id: str | None = None) -> list[CurrentVerdict]:
@@ -293,7 +304,7 @@ def current_verdicts(store: Store, line_id: str | None = None) -> list[CurrentVe
                     status=current.status if current else UNTESTED,
                     as_of=current.as_of if current else None,
                     summary=current.summary if current else "not computed yet",
-                    assessment_ids=list(current.evidence) if current else [],
+                    assessment_ids=list(current.assessment_ids) if current else [],
                     changed_at=moved[-1].as_of if moved else None,
                     status_since=dt.date.fromisoformat(since) if since else None,
                     papers=list(details.get("papers") or []),

@@ -32,6 +32,9 @@ import datetime as dt
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
+
+from monitor.config import EMBEDDED, EMBEDDED_JUDGE_STORED
 
 DURABLE = "DURABLE"
 PERISHABLE = "PERISHABLE"
@@ -57,7 +60,8 @@ WHY_UNCLEAR = "related, stance unclear: for review"
 WHY_UNGROUNDED = "ungrounded: its quote is not a real span of the abstract"
 WHY_WAITS = "for review: waits for a curator's confirmation (`monitor review`)"
 
-LOCAL_JUDGE = "local"
+# The name the embedded judge's assessments are stored under (config and output call it "embedded").
+EMBEDDED_JUDGE = EMBEDDED_JUDGE_STORED
 # How strongly a label bears against a claim; used to rank "the strongest" piece of work.
 _AGAINST = {"OVERTURNS": 2, "RELAXES": 1}
 
@@ -117,7 +121,7 @@ class Thresholds:
     precision: Mapping[str, Mapping[str, float]] = field(default_factory=lambda: DEFAULT_PRECISION)
     # Judges whose labels move a verdict only once a curator confirmed them. Read against the
     # abstracts, about half of the embedded judge's stated SUPPORTS in a real week were not support.
-    confirm_judges: frozenset[str] = frozenset({LOCAL_JUDGE})
+    confirm_judges: frozenset[str] = frozenset({EMBEDDED_JUDGE})
 
     @classmethod
     def from_settings(cls, verdicts: object) -> Thresholds:
@@ -126,8 +130,8 @@ class Thresholds:
             overturn=verdicts.overturn_strength,  # type: ignore[attr-defined]
             min_confidence=verdicts.min_confidence,  # type: ignore[attr-defined]
             recent_months=verdicts.recent_months,  # type: ignore[attr-defined]
-            precision=_merged(DEFAULT_PRECISION, verdicts.precision),  # type: ignore[attr-defined]
-            confirm_judges=frozenset(verdicts.confirm_judges),  # type: ignore[attr-defined]
+            precision=_merged(DEFAULT_PRECISION, _stored_names(verdicts.precision)),  # type: ignore[attr-defined]
+            confirm_judges=frozenset(_stored_names(verdicts.confirm_judges)),  # type: ignore[attr-defined]
         )
 
     def weight(self, item: EvidenceItem) -> float:
@@ -151,6 +155,13 @@ class Thresholds:
     def held(self, item: EvidenceItem) -> bool:
         """A stance that waits for a curator's confirmation before it moves a verdict."""
         return item.label in STANCES and item.judge in self.confirm_judges and not item.reviewed
+
+
+def _stored_names(by_judge: Any) -> Any:
+    """Config names judges as users do ("embedded"); the rules compare the stored name ("local")."""
+    if isinstance(by_judge, Mapping):
+        return {EMBEDDED_JUDGE_STORED if k == EMBEDDED else k: v for k, v in by_judge.items()}
+    return [EMBEDDED_JUDGE_STORED if name == EMBEDDED else name for name in by_judge]
 
 
 def _merged(

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from monitor.config import EMBEDDED_JUDGE_STORED
 from monitor.errors import ConfigError
 from monitor.judge.base import LABELS, Judge, Judgement, Label
 from monitor.judge.sentences import Sentence, split_sentences
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
 
     from monitor.relevance.bm25 import Lexicon
 
+# The model files keep their first name (and the judge its stored name and prompt version, part of
+# every cache key): renaming them would re-judge every stored pair for nothing.
 MODEL_DIR = "student"
 _CLS, _SEP = "[CLS]", "[SEP]"
 # Words that often carry a stance; named in rationales so a reader sees what the sentence turns on.
@@ -51,7 +54,7 @@ _CUES = re.compile(
 
 
 @dataclass(frozen=True)
-class StudentConfig:
+class EmbeddedConfig:
     """What `student.json` holds: how inputs are built and how outputs are calibrated and decided."""
 
     labels: tuple[str, ...]
@@ -64,7 +67,7 @@ class StudentConfig:
     info: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> StudentConfig:
+    def from_dict(cls, data: dict[str, Any]) -> EmbeddedConfig:
         return cls(
             labels=tuple(data["labels"]),
             max_tokens=int(data["max_tokens"]),
@@ -92,7 +95,7 @@ class Decision:
     abstained: bool
 
 
-def decide(probs: np.ndarray, config: StudentConfig) -> Decision:
+def decide_stance(probs: np.ndarray, config: EmbeddedConfig) -> Decision:
     """State the most likely stance where its calibrated precision is high enough; else abstain.
 
     "Related" is 1 - P(UNRELATED): a pair more likely related than not, with no stance confident
@@ -229,13 +232,13 @@ def _shipped_dir() -> Path:
     return Path(str(resources.files("monitor").joinpath("data", MODEL_DIR)))
 
 
-def load_config(directory: Path | None = None) -> tuple[StudentConfig, Path, str]:
+def load_config(directory: Path | None = None) -> tuple[EmbeddedConfig, Path, str]:
     """The config, the ONNX file, and a short hash of both (part of the judge's cache key)."""
     directory = directory or _shipped_dir()
     model_path = directory / "model.onnx"
     try:
         raw = (directory / "student.json").read_bytes()
-        config = StudentConfig.from_dict(json.loads(raw))
+        config = EmbeddedConfig.from_dict(json.loads(raw))
         digest = hashlib.sha256(raw + model_path.read_bytes()).hexdigest()[:10]
     except (OSError, ValueError, KeyError) as exc:
         raise ConfigError(
@@ -266,10 +269,10 @@ def measured_coverage(directory: Path | None = None) -> Coverage | None:
         return None
 
 
-class StudentJudge(Judge):
+class EmbeddedJudge(Judge):
     """The distilled cross-encoder; deterministic and offline."""
 
-    name = "local"
+    name = EMBEDDED_JUDGE_STORED  # stored on its assessments and part of their cache keys
     prompt_version = "student-v1"
     # All of a paper's claims in one call: the abstract is split once for them.
     claims_per_call = 64
@@ -315,7 +318,7 @@ class StudentJudge(Judge):
         sentences, probs, encoded = self._run(paper, claims)
         out = []
         for claim, row, pair in zip(claims, probs, encoded, strict=True):
-            decision = decide(row, self.config)
+            decision = decide_stance(row, self.config)
             sentence = sentences[pair.best].text if pair.best >= 0 else ""
             evidence = sentence if decision.label != "UNRELATED" else ""
             out.append(

@@ -1,0 +1,46 @@
+"""The LLM work a digest shows, done before it is written: proposed wordings and research questions.
+
+The digest itself (gather.py) is a pure reader. This step, which the pipeline runs before the report
+(`schedule/pipeline.py ask_step`) and `monitor report` runs before writing, asks the LLM: a narrowed
+wording for each claim that confirmed RELAXES evidence bounds (stored as an open proposal the digest
+then reads), and two research questions per line (stored as `llm_exchanges` rows an identical request
+reuses; a failure is in the returned `DigestAsks`, which the digest written next shows). The run records
+what asking did (`asks`, and `research` as research.py counts it) and its tokens.
+"""
+
+from __future__ import annotations
+
+from monitor.config import Settings
+from monitor.report.gather import gather_digest
+from monitor.report.period import Period
+from monitor.report.research import DigestAsks, research_questions
+from monitor.review.rewording import propose_rewordings
+from monitor.store.db import Store
+from monitor.store.runs import RunRecord
+
+
+def ask_before_digest(
+    store: Store, settings: Settings, period: Period, run: RunRecord | None = None
+) -> DigestAsks:
+    """Propose wordings, then ask each line's research questions, for the digest of `period`."""
+    asked = DigestAsks(period.key)
+    # Without an LLM there is nothing to ask: the digest says so itself, without gathering twice.
+    if settings.llm_configured():
+        _ask(store, settings, period, run, asked)
+    if run is not None:
+        run.add("asks", asked.as_dict())
+    return asked
+
+
+def _ask(store: Store, settings: Settings, period: Period, run: RunRecord | None, asked: DigestAsks) -> None:
+    digest = gather_digest(store, settings, period)
+    due = sorted({c.id for line in digest.lines for c in line.claims if c.conditions})  # claim id order
+    if due and settings.judge.has_server():
+        done = propose_rewordings(store, settings, due, run.id if run else None)
+        asked.wordings_proposed, asked.wordings_failed = len(done.proposed), len(done.failed)
+        if run is not None:
+            run.warnings.extend(f"no proposed wording for {failure}" for failure in done.failed)
+        if done.proposed:  # the questions' prompt shows the claims as the digest will, proposals included
+            digest = gather_digest(store, settings, period)
+    for line in digest.lines:
+        asked.questions[line.id] = research_questions(store, settings, line, line.detailed, run)
