@@ -10,7 +10,7 @@ of changed verdicts stops at `CHANGES_LISTED` lines with the number left out.
 
 from __future__ import annotations
 
-from monitor.report.views import ClaimView, Digest
+from monitor.report.views import ClaimView, DigestView
 
 LISTED_CLAIMS = 150  # a library up to this size is listed in full, as before
 CLAIMS_IN_FULL = 25  # besides changed verdicts: claims with new evidence shown in full
@@ -24,7 +24,7 @@ def _strength(claim: ClaimView) -> tuple[float, int]:
 
 
 def fold_large_library(
-    digest: Digest,
+    digest: DigestView,
     listed: int = LISTED_CLAIMS,
     in_full: int = CLAIMS_IN_FULL,
     changes: int = CHANGES_LISTED,

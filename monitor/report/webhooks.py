@@ -39,7 +39,7 @@ from monitor.llm.retry import retry_after_seconds, safe_url, server_failure
 from monitor.report.delivery import DeliveryError, is_final, period_of, report_args
 from monitor.report.feed import digest_url, summary_line
 from monitor.report.gather import gather_digest
-from monitor.report.views import Digest, EvidenceView
+from monitor.report.views import DigestView, EvidenceView
 from monitor.store.db import Store
 from monitor.store.digests import WEBHOOKS_POSTED
 from monitor.store.models import utcnow
@@ -98,7 +98,9 @@ def resolve_hooks(settings: Settings) -> list[Hook]:
 # --- what is posted ----------------------------------------------------------------------------------
 
 
-def summary_payload(digest: Digest, stats: dict[str, Any], links: dict[str, str | None]) -> dict[str, Any]:
+def summary_payload(
+    digest: DigestView, stats: dict[str, Any], links: dict[str, str | None]
+) -> dict[str, Any]:
     """The generic JSON body (SCHEMA; docs/operations.md)."""
     s = digest.summary
     changes = [
