@@ -117,13 +117,18 @@ def _abandoned(name: str) -> bool:
     pid = int(match["pid"])
     if pid == os.getpid():
         return False  # this process's own write in progress (another thread)
+    return not pid_alive(pid)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id runs on this host (signal 0 asks without sending anything)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
-        return True
-    except PermissionError:  # someone else's live process
         return False
-    return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True
 
 
 def _umask() -> int:

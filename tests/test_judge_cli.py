@@ -208,7 +208,7 @@ def test_sigterm_stops_judging_gracefully_and_a_rerun_finishes(
 
 
 def test_a_batch_dry_run_leaves_the_callers_settings_as_configured(tmp_path) -> None:
-    """The estimate at batch prices is computed on a copy: the shared settings keep judge.batch off."""
+    """The estimate at batch prices is computed on a copy: the shared settings keep llm.batch off."""
     from monitor.config import Settings
     from monitor.schedule.judging import JudgeRequest, judge_once
     from monitor.schedule.signals import StopFlag
@@ -216,9 +216,9 @@ def test_a_batch_dry_run_leaves_the_callers_settings_as_configured(tmp_path) -> 
 
     store = open_store(f"sqlite:///{tmp_path / 'monitor.db'}")
     settings = Settings()
-    settings.judge.base_url = "http://127.0.0.1:9/v1"  # never called: a dry run calls nothing
+    settings.llm.base_url = "http://127.0.0.1:9/v1"  # never called: a dry run calls nothing
     shown: dict[str, object] = {}
     request = JudgeRequest(dry_run=True, batch=True, relevance=False, alternatives=False)
     judge_once(store, settings, request, StopFlag(), lambda name, result: shown.setdefault(name, result))
-    assert "judge" in shown and settings.judge.batch is False
+    assert "judge" in shown and settings.llm.batch is False
     store.close()

@@ -28,12 +28,22 @@ from monitor.errors import ConfigError
 from monitor.report.delivery import DeliveryError
 from monitor.report.digest import write_digest
 from monitor.report.webhooks import SCHEMA, notify_digest
+from monitor.schedule.pipeline import deliver_digest
 from monitor.store.digests import WEBHOOKS_POSTED
 from monitor.store.records import Digest
 
 SECRET = "T0001/B0002/xoxb-sEcReT-wEbHoOk-token"
 SECRET_URL = f"https://hooks.example.org/services/{SECRET}"
 llm, snapshot = faults.llm, faults.snapshot  # the scripted judge and the small snapshot of the run tests
+
+
+def write_and_deliver(store, settings: Settings, period: str, email: bool = False, notify: bool = False):
+    """`monitor report --period P [--email] [--notify]`: the digest is written, then delivered."""
+    result = write_digest(store, settings, period)
+    result.sent, result.posted = deliver_digest(
+        store, settings, None, result.digest_id, email=email, notify=notify, force=False
+    )
+    return result
 
 
 @pytest.fixture
@@ -89,7 +99,7 @@ def test_slack_and_json_bodies_are_posted_once_per_period_and_force_posts_again(
         board_url="https://board.example.org/",
         public_url="https://example.org/reports",
     )
-    result = write_digest(store, settings, "2026-W11", notify=True)
+    result = write_and_deliver(store, settings, "2026-W11", notify=True)
     assert result.posted == [f"slack webhook at {hook_url(server, '')}", "json webhook curators"]
     slack, generic = server.requests
     assert slack.path == f"/services/{SECRET}" and generic.path == "/hooks/json"
@@ -136,7 +146,7 @@ def test_slack_and_json_bodies_are_posted_once_per_period_and_force_posts_again(
 
     # Recorded per webhook; a rerun (a re-render too) posts nothing; --force posts to both again.
     assert set(posted(store, result.digest_id)) == {"curators", f"slack-{_hash(hook_url(server))}"}
-    again = write_digest(store, settings, "2026-W11", notify=True)
+    again = write_and_deliver(store, settings, "2026-W11", notify=True)
     assert again.posted == [] and len(server.requests) == 2
     assert notify_digest(store, settings, result.digest_id) == []
     assert len(notify_digest(store, settings, result.digest_id, force=True)) == 2
@@ -211,7 +221,7 @@ def test_webhooks_are_tried_although_the_mail_failed_and_the_other_webhook_faile
     settings.email.host, settings.email.port = "127.0.0.1", 9  # nothing listens: the mail fails
     settings.email.recipients, settings.email.max_retries = ["ana@example.org"], 0
     with pytest.raises(DeliveryError, match="mail server .*; digest 2026-W11: slack webhook gone") as failure:
-        write_digest(lite, settings, "2026-W11", email=True, notify=True)
+        write_and_deliver(lite, settings, "2026-W11", email=True, notify=True)
     assert failure.value.exit_code == 8
     assert [r.path for r in server.requests] == ["/gone", "/good"]  # the 404 is not retried
     with lite.session() as s:

@@ -8,7 +8,6 @@ from typing import Annotated, Any
 import typer
 
 from monitor.cli.context import DATE, console, ctx_of, day
-from monitor.config import EMBEDDED, EMBEDDED_JUDGE_STORED, embedded_alias
 from monitor.progress import progress_wanted
 
 app = typer.Typer()
@@ -17,6 +16,7 @@ _JUDGE_HELP = "embedded | openai (default: judge.provider from the config)."
 
 
 def _judge_choice(value: str | None) -> str | None:
+    from monitor.config import embedded_alias
     from monitor.judge.factory import PROVIDERS
 
     value = embedded_alias(value, "--judge")
@@ -75,6 +75,8 @@ def _print_next_steps(counts: dict[str, Any]) -> None:
             "them, then `monitor report` rewrites the digest.",
             highlight=False,
         )
+    from monitor.config import EMBEDDED_JUDGE_STORED
+
     if (counts.get("judge") or {}).get("judge") != EMBEDDED_JUDGE_STORED:
         return
     from monitor.judge.embedded import measured_coverage
@@ -158,7 +160,7 @@ def replay_command(
     every: Annotated[str, typer.Option("--every", help="week | month: one digest per period.")] = "week",
     judge: Annotated[
         str | None, typer.Option("--judge", help=_JUDGE_HELP, callback=_judge_choice)
-    ] = EMBEDDED,
+    ] = "embedded",  # config.EMBEDDED: imported when a command runs, not for --help
     reports: Annotated[
         str | None, typer.Option("--reports", help="Write digests here (default: paths.reports).")
     ] = None,

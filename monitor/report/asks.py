@@ -35,7 +35,7 @@ def ask_before_digest(
 def _ask(store: Store, settings: Settings, period: Period, run: RunRecord | None, asked: DigestAsks) -> None:
     digest = gather_digest(store, settings, period)
     due = sorted({c.id for line in digest.lines for c in line.claims if c.conditions})  # claim id order
-    if due and settings.judge.has_server():
+    if due and settings.llm_configured():
         done = propose_rewordings(store, settings, due, run.id if run else None)
         asked.wordings_proposed, asked.wordings_failed = len(done.proposed), len(done.failed)
         if run is not None:

@@ -40,6 +40,7 @@ from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 from monitor.errors import LockHeld
+from monitor.files import pid_alive
 from monitor.store.db import Store, redact
 from monitor.store.locks import (
     advisory_unlock,
@@ -53,7 +54,7 @@ from monitor.store.locks import (
     try_advisory_lock,
 )
 from monitor.store.models import utcnow
-from monitor.store.runs import RunRecord, mark_abandoned, pid_alive, recorded_run
+from monitor.store.runs import RunRecord, mark_abandoned, recorded_run
 
 log = logging.getLogger(__name__)
 

@@ -446,7 +446,13 @@ def webhook_step(
 
 
 def deliver_digest(
-    store: Store, settings: Settings, run: RunRecord, digest_id: int, email: bool, notify: bool, force: bool
+    store: Store,
+    settings: Settings,
+    run: RunRecord | None,
+    digest_id: int,
+    email: bool,
+    notify: bool,
+    force: bool,
 ) -> tuple[bool | None, list[str] | None]:
     """`monitor report --email/--notify`: mail and post one digest; (sent, the webhooks posted to), None
     where not asked.

@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from sqlalchemy import select, update
 
+from monitor.files import pid_alive
 from monitor.store.db import Store
 from monitor.store.models import utcnow
 from monitor.store.records import Run
@@ -144,16 +145,6 @@ def error_line(exc: BaseException) -> str:
         detail = getattr(exc, "orig", None) or exc
         line = f"{exc.__class__.__name__}: " + " ".join(str(detail).strip().split("\n", 1)[0].split())
     return line if len(line) <= ERROR_CHARS else line[: ERROR_CHARS - 1] + "…"
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's live process
-        return True
-    return True
 
 
 def mark_abandoned(
