@@ -207,18 +207,22 @@ def test_sigterm_stops_judging_gracefully_and_a_rerun_finishes(
     assert len(llm.chat_requests()) == 12
 
 
-def test_a_batch_dry_run_leaves_the_callers_settings_as_configured(tmp_path) -> None:
-    """The estimate at batch prices is computed on a copy: the shared settings keep llm.batch off."""
+def test_a_batch_dry_run_is_priced_at_batch_rates_and_leaves_the_callers_settings_as_configured(
+    store: Store,
+) -> None:
+    """The estimate at batch prices (half) is computed on a copy: the shared settings keep llm.batch off."""
     from monitor.config import Settings
     from monitor.schedule.judging import JudgeRequest, judge_once
     from monitor.schedule.signals import StopFlag
-    from monitor.store.db import open_store
 
-    store = open_store(f"sqlite:///{tmp_path / 'monitor.db'}")
+    seed(store, papers=2, claims=3)
     settings = Settings()
     settings.llm.base_url = "http://127.0.0.1:9/v1"  # never called: a dry run calls nothing
-    shown: dict[str, object] = {}
-    request = JudgeRequest(dry_run=True, batch=True, relevance=False, alternatives=False)
-    judge_once(store, settings, request, StopFlag(), lambda name, result: shown.setdefault(name, result))
-    assert "judge" in shown and settings.llm.batch is False
-    store.close()
+    shown: dict[tuple[bool, str], object] = {}
+    for batch in (False, True):
+        request = JudgeRequest(dry_run=True, batch=batch, relevance=False, alternatives=False)
+        show = lambda name, got, b=batch: shown.setdefault((b, name), got)  # noqa: E731
+        judge_once(store, settings, request, StopFlag(), show)
+    costs = {b: shown[(b, "judge")].cost_estimate for b in (False, True)}  # type: ignore[attr-defined]
+    assert costs[False] > 0 and costs[True] == pytest.approx(costs[False] / 2)
+    assert settings.llm.batch is False

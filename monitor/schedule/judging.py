@@ -121,7 +121,7 @@ def _estimate(
 
         show("alternatives", alternatives(store, settings, days=ALTERNATIVES_DAYS))
     # The estimate at batch prices: on a copy, so the caller's settings say what its config says.
-    priced = settings.model_copy(update={"judge": settings.judge.model_copy(update={"batch": batch})})
+    priced = settings.model_copy(update={"llm": settings.llm.model_copy(update={"batch": batch})})
     summary = judge_pending(
         store, priced, judge=judge, force=request.force, claim_ids=request.claim_ids, dry_run=True
     )
