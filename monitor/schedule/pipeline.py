@@ -413,34 +413,25 @@ def email_step(
     return sent
 
 
-def webhook_step(
-    store: Store,
-    settings: Settings,
-    run: RunRecord | None,
-    digest_ids: list[int] | None = None,
-    force: bool = False,
-) -> list[int]:
-    """Post `digest_ids` (`monitor report --notify`; `force` posts again), or else this run's digest and
-    any recent one not yet posted to every webhook, to report.webhooks."""
+def webhook_step(store: Store, settings: Settings, run: RunRecord) -> list[int]:
+    """Post this run's digest, and any recent one not yet posted to every webhook, to report.webhooks."""
     from monitor.report.delivery import DeliveryError, raise_failures
     from monitor.report.webhooks import notify_digest
 
-    if digest_ids is None:
-        since = utcnow() - RESEND_WINDOW
-        with store.session() as s:
-            digest_ids = unsent_digests(s, since, ("run", "daemon:digest"), mailed_too=True)
+    since = utcnow() - RESEND_WINDOW
+    with store.session() as s:
+        due = unsent_digests(s, since, ("run", "daemon:digest"), mailed_too=True)
     posted: list[int] = []
     failures: list[DeliveryError] = []
-    for digest_id in digest_ids:
+    for digest_id in due:
         try:
-            if notify_digest(store, settings, digest_id, force=force):
+            if notify_digest(store, settings, digest_id):
                 posted.append(digest_id)
         except DeliveryError as exc:  # the next digest is still tried
             failures.append(exc)
     with store.session() as s:
         periods = period_keys(s, posted)
-    if run is not None:
-        run.counts["webhooks"] = {"posted": len(posted), "periods": periods}  # printed by `monitor run`
+    run.counts["webhooks"] = {"posted": len(posted), "periods": periods}  # printed by `monitor run`
     raise_failures(failures)
     return posted
 
