@@ -59,7 +59,7 @@ def main() -> None:
     )
     parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared")
     parser.add_argument("--teacher", type=Path, default=ROOT / "training" / "teacher" / "pairs.jsonl")
-    parser.add_argument("--judge", default="local")
+    parser.add_argument("--judge", default="embedded")
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--json", type=Path, help="Also write the figures here.")
     args = parser.parse_args()
