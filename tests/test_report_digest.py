@@ -316,7 +316,8 @@ def test_the_caller_decides_whether_a_stale_store_moves_the_period(store, tmp_pa
 
 def test_the_digest_cost_prices_batch_answers_at_half(store, tmp_path) -> None:
     """The digest's cost line applies the Batch API price the judge applies (llm/cost.token_cost)."""
-    from monitor.report.gather import gather_digest
+    from digest_world import settled_digest
+
     from monitor.report.period import resolve_period
     from monitor.store.records import LLMExchange
 
@@ -324,7 +325,7 @@ def test_the_digest_cost_prices_batch_answers_at_half(store, tmp_path) -> None:
     settings = settings_for(tmp_path)
     settings.llm.price_input_per_million, settings.llm.price_output_per_million = 2.0, 8.0
     week = resolve_period("2026-W11")
-    before = gather_digest(store, settings, week).summary
+    before = settled_digest(store, settings, week).summary
     with store.session() as s:
         for form in ("json_schema", "batch"):
             s.add(
@@ -339,6 +340,6 @@ def test_the_digest_cost_prices_batch_answers_at_half(store, tmp_path) -> None:
                     created_at=dt.datetime(2026, 3, 11),
                 )
             )
-    after = gather_digest(store, settings, week).summary
+    after = settled_digest(store, settings, week).summary
     assert after.tokens - before.tokens == 4_000_000
     assert after.cost_usd - before.cost_usd == pytest.approx(10.0 + 5.0)  # live 2 + 8, batch half of that
