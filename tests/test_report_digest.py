@@ -127,6 +127,22 @@ def main_in_process(
     return code, out.out, out.err
 
 
+def test_monitor_report_settles_the_periods_outcomes_as_a_recorded_step(
+    store, db_url, tmp_path, monkeypatch, capsys
+) -> None:
+    """The digest reads outcomes the verdicts stage stored: `monitor report` runs that step first and
+    records it; run again on the same evidence, it computes none."""
+    sample(World(store))
+    for _ in range(2):
+        args = ["report", "--period", "2026-W11"]
+        code, _, err = main_in_process(args, db_url, tmp_path, monkeypatch, capsys)
+        assert code == 0, err
+    with store.session() as s:
+        first, again = (r.counts["outcomes"] for r in s.scalars(select(Run).order_by(Run.id)))
+    assert first == {"as_of": ["2026-03-08", "2026-03-15"], "claims": 4, "computed": 8}
+    assert again["computed"] == 0
+
+
 def test_cli_report_verdicts_show(store, db_url, tmp_path, monkeypatch, capsys) -> None:
     sample(World(store))
     out = run_cli(["report", "--period", "2026-W11", "--format", "html"], db_url, tmp_path)

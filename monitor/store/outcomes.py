@@ -43,8 +43,9 @@ def save_outcome(
 
 def prune_outcomes(session: Session, keep: dict[str, set[dt.date]]) -> int:
     """Delete each listed claim's rows at dates other than its `keep` ones; returns how many went."""
-    gone = 0
-    for claim_id, days in keep.items():
-        query = delete(ClaimOutcome).where(ClaimOutcome.claim_id == claim_id, ClaimOutcome.as_of.not_in(days))
-        gone += session.execute(query).rowcount or 0
-    return gone
+    query = select(ClaimOutcome.id, ClaimOutcome.claim_id, ClaimOutcome.as_of)
+    stored = session.execute(query.where(ClaimOutcome.claim_id.in_(list(keep)))).all()
+    gone = [row_id for row_id, claim_id, day in stored if day not in keep[claim_id]]
+    if gone:
+        session.execute(delete(ClaimOutcome).where(ClaimOutcome.id.in_(gone)))
+    return len(gone)

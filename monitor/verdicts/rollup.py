@@ -27,7 +27,7 @@ from monitor.store.models import Claim, Verdict
 from monitor.store.outcomes import outcome_rows, prune_outcomes, save_outcome
 from monitor.store.reviews import Decision, decisions_in_force
 from monitor.store.runs import RunRecord
-from monitor.store.verdicts import latest_verdict, verdict_history
+from monitor.store.verdicts import latest_verdict, latest_verdict_days, verdict_history
 from monitor.verdicts.rules import (
     CONFIRMED,
     DISMISSED,
@@ -220,6 +220,7 @@ class _Inputs:
     evidence: dict[str, list[EvidenceItem]]
     dates: dict[str, ClaimDate]
     th: Thresholds
+    _dicts: dict[EvidenceItem, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, session: Session, settings: Settings, claims: list[Claim]) -> _Inputs:
@@ -231,7 +232,7 @@ class _Inputs:
         """A hash of everything `decide` reads for the claim at `as_of`: the evidence public by then
         (each item whole: label, confidence, the curator's decision, source...), the claim's date and
         the thresholds, so a stored outcome is rewritten exactly when its computation would differ."""
-        items = [i.to_dict() for i in self.evidence.get(claim_id, []) if published_by(i, as_of)]
+        items = [self._as_dict(i) for i in self.evidence.get(claim_id, []) if published_by(i, as_of)]
         data = {
             "rules": RULES_VERSION,
             "as_of": as_of.isoformat(),
@@ -240,6 +241,12 @@ class _Inputs:
             "items": sorted(items, key=lambda item: item["assessment_id"]),
         }
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode("utf-8")).hexdigest()
+
+    def _as_dict(self, item: EvidenceItem) -> dict[str, Any]:
+        """An item's fields, once per load (a claim's items are hashed for each date asked)."""
+        if item not in self._dicts:
+            self._dicts[item] = item.to_dict()
+        return self._dicts[item]
 
     def decide(self, claim_id: str, as_of: dt.date) -> Outcome:
         return decide(self.evidence.get(claim_id, []), self.th, self.dates[claim_id], as_of)
@@ -397,10 +404,8 @@ def _keep_shown(session: Session, inputs: _Inputs, day: dt.date, run_id: int | N
     """Keep each claim's outcome at its current verdict row's date stored (`monitor show` reads it,
     with the evidence as it is now, as the verdict table's row summarises it), and drop its other rows
     but today's: a digest's dates are settled again before it is written, so daily runs pile nothing up."""
-    keep: dict[str, set[dt.date]] = {}
-    for claim in inputs.claims:
-        current = latest_verdict(session, claim.id)
-        keep[claim.id] = {day} | ({current.as_of} if current is not None else set())
+    current = latest_verdict_days(session, [c.id for c in inputs.claims])
+    keep = {c.id: {day} | ({current[c.id]} if c.id in current else set()) for c in inputs.claims}
     _settle(session, inputs, {cid: days - {day} for cid, days in keep.items() if days - {day}}, run_id)
     prune_outcomes(session, keep)
 

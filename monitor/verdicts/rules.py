@@ -31,7 +31,7 @@ import calendar
 import datetime as dt
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 from monitor.config import EMBEDDED, EMBEDDED_JUDGE_STORED
@@ -103,8 +103,9 @@ class EvidenceItem:
         return f"{self.arxiv_id}v{self.version}"
 
     def to_dict(self) -> dict[str, Any]:
-        """Every field, dates as ISO strings (stored with an `Outcome`, and hashed into its fingerprint)."""
-        out = asdict(self)
+        """Every field, dates as ISO strings (stored with an `Outcome`, and hashed into its fingerprint).
+        Field by field: every one is a plain value, and `dataclasses.asdict` deep-copies each."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["published"] = _iso(self.published)
         out["appeared"] = _iso(self.appeared)
         return out
