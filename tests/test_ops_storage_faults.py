@@ -192,11 +192,14 @@ def test_a_digest_row_that_cannot_be_saved_leaves_no_new_file(tmp_path, sqlite_u
     """The files are in place before the row; a failed row write (here a real lock) takes them back."""
     from monitor.errors import DatabaseBusy
     from monitor.report.digest import write_digest
+    from monitor.report.gather import settle_period
 
     sample_store(sqlite_url)
     store = open_store(sqlite_url, busy_timeout_seconds=0.2)
     settings = trusted_settings()
     settings.paths.reports = tmp_path / "reports"
+    # The period's outcomes stored before the lock, so the digest gets as far as its own row.
+    settle_period(store, settings, resolve_period("2026-W11"))
     holder = sqlite3.connect(tmp_path / "monitor.db")
     holder.execute("BEGIN IMMEDIATE")
     try:
