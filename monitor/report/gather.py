@@ -186,8 +186,8 @@ def gather_digest(
         # evidence as it is now (a replay judges past weeks today), so a period renders the same
         # whatever was run after it; a missing or stale one raises rather than being computed here.
         end, eve = period.verdict_days
-        now = stored_outcomes(s, settings, end, claims)
-        before = stored_outcomes(s, settings, eve, claims)
+        stored = stored_outcomes(s, settings, (end, eve), claims)
+        now, before = stored[end], stored[eve]
         by_claim = lines_by_claim(s)
         sources = anchor_ids_by_claim(s)
         views = {

@@ -288,22 +288,24 @@ def settle_outcomes(
 
 
 def stored_outcomes(
-    session: Session, settings: Settings, day: dt.date, claims: list[Claim]
-) -> dict[str, Outcome]:
-    """Each claim's outcome at `day` as the verdicts stage stored it. Never computes one: a missing or
-    stale row (its evidence, date or thresholds changed since) raises OutcomesNotStored."""
+    session: Session, settings: Settings, days: Iterable[dt.date], claims: list[Claim]
+) -> dict[dt.date, dict[str, Outcome]]:
+    """Each claim's outcome at each of `days` as the verdicts stage stored it. Never computes one: a
+    missing or stale row (its evidence, date or thresholds changed since) raises OutcomesNotStored."""
+    wanted = sorted(set(days))
     inputs = _Inputs.load(session, settings, claims)
-    rows = outcome_rows(session, [c.id for c in claims], [day])
-    found: dict[str, Outcome] = {}
-    for claim in claims:
-        row = rows.get((claim.id, day))
-        if row is None or row.fingerprint != inputs.fingerprint(claim.id, day):
-            why = "none is stored" if row is None else "its evidence changed since it was stored"
-            raise OutcomesNotStored(
-                f"claim {claim.id}: no current outcome at {day} ({why}); "
-                "the verdicts stage (settle_outcomes) must run for that date before it is read"
-            )
-        found[claim.id] = Outcome.from_dict(row.outcome)
+    rows = outcome_rows(session, [c.id for c in claims], wanted)
+    found: dict[dt.date, dict[str, Outcome]] = {day: {} for day in wanted}
+    for day in wanted:
+        for claim in claims:
+            row = rows.get((claim.id, day))
+            if row is None or row.fingerprint != inputs.fingerprint(claim.id, day):
+                why = "none is stored" if row is None else "its evidence changed since it was stored"
+                raise OutcomesNotStored(
+                    f"claim {claim.id}: no current outcome at {day} ({why}); "
+                    "the verdicts stage (settle_outcomes) must run for that date before it is read"
+                )
+            found[day][claim.id] = Outcome.from_dict(row.outcome)
     return found
 
 
