@@ -11,6 +11,10 @@ import itertools
 import json
 
 from monitor.config import Settings
+from monitor.report.gather import gather_digest, settle_period
+from monitor.report.period import Period
+from monitor.report.research import DigestAsks
+from monitor.report.views import DigestView
 from monitor.store.db import Store
 from monitor.store.models import Anchor, Assessment, Claim, Line, LineClaim, Paper, PaperVersion
 from monitor.store.records import LLMExchange
@@ -26,6 +30,15 @@ TRUSTED_ENV = {"MONITOR_VERDICTS__PRECISION": json.dumps(TRUSTED_PRECISION)}
 
 def trusted_settings() -> Settings:
     return Settings(verdicts={"precision": TRUSTED_PRECISION})
+
+
+def settled_digest(
+    store: Store, settings: Settings, period: Period, asked: DigestAsks | None = None
+) -> DigestView:
+    """A period's digest view-model as its callers in the code build one: the verdicts stage settles the
+    period's outcomes first (report/gather.py `settle_period`), then the digest reads them."""
+    settle_period(store, settings, period)
+    return gather_digest(store, settings, period, asked)
 
 
 class World:

@@ -12,13 +12,12 @@ import re
 
 import numpy as np
 import pytest
-from digest_world import World, trusted_settings
+from digest_world import World, settled_digest, trusted_settings
 from sqlalchemy import update
 
 from monitor.judge.embedded import Decision, EmbeddedJudge
 from monitor.judge.sentences import split_sentences
 from monitor.llm.texts import ClaimText, PaperText
-from monitor.report.gather import gather_digest
 from monitor.report.period import resolve_period
 from monitor.report.render import render
 from monitor.store.models import Assessment
@@ -60,7 +59,7 @@ def test_the_embedded_judges_papers_are_listed_for_triage_without_a_stance(store
     world(store)
     settings = trusted_settings()
     settings.verdicts.exclude_anchors = False  # the triage list leaves a claim's own sources out anyway
-    digest = gather_digest(store, settings, WEEK)
+    digest = settled_digest(store, settings, WEEK)
     (line,) = digest.lines
     claim = next(c for c in line.detailed if c.id == "c_sparse")
     assert claim.new_evidence == [] and digest.summary.new_evidence == 0

@@ -16,12 +16,11 @@ from pathlib import Path
 
 import pytest
 from conftest import pg_schema_url
-from digest_world import TRUSTED_PRECISION, World, sample, trusted_settings
+from digest_world import TRUSTED_PRECISION, World, sample, settled_digest, trusted_settings
 from ops_helpers import MONITOR, env, monitor, start_paused, write_config
 from sqlalchemy import event, func, select, text
 
 from monitor.errors import DatabaseError
-from monitor.report.gather import gather_digest
 from monitor.report.period import resolve_period
 from monitor.report.render import render
 from monitor.store import open_store
@@ -103,7 +102,7 @@ def test_a_full_disk_for_reports_leaves_no_file_and_no_row(tmp_path, pg_url) -> 
     """
     sample_store(pg_url)
     store = open_store(pg_url)
-    digest = gather_digest(store, trusted_settings(), resolve_period("2026-W11"))
+    digest = settled_digest(store, trusted_settings(), resolve_period("2026-W11"))
     store.close()
     md, html = (len(render(digest, fmt, trusted_settings()).encode()) for fmt in ("md", "html"))
     assert md + 1024 < html  # room for the Markdown (its date may differ by a few bytes), not the HTML
@@ -193,11 +192,14 @@ def test_a_digest_row_that_cannot_be_saved_leaves_no_new_file(tmp_path, sqlite_u
     """The files are in place before the row; a failed row write (here a real lock) takes them back."""
     from monitor.errors import DatabaseBusy
     from monitor.report.digest import write_digest
+    from monitor.report.gather import settle_period
 
     sample_store(sqlite_url)
     store = open_store(sqlite_url, busy_timeout_seconds=0.2)
     settings = trusted_settings()
     settings.paths.reports = tmp_path / "reports"
+    # The period's outcomes stored before the lock, so the digest gets as far as its own row.
+    settle_period(store, settings, resolve_period("2026-W11"))
     holder = sqlite3.connect(tmp_path / "monitor.db")
     holder.execute("BEGIN IMMEDIATE")
     try:

@@ -127,6 +127,22 @@ def main_in_process(
     return code, out.out, out.err
 
 
+def test_monitor_report_settles_the_periods_outcomes_as_a_recorded_step(
+    store, db_url, tmp_path, monkeypatch, capsys
+) -> None:
+    """The digest reads outcomes the verdicts stage stored: `monitor report` runs that step first and
+    records it; run again on the same evidence, it computes none."""
+    sample(World(store))
+    for _ in range(2):
+        args = ["report", "--period", "2026-W11"]
+        code, _, err = main_in_process(args, db_url, tmp_path, monkeypatch, capsys)
+        assert code == 0, err
+    with store.session() as s:
+        first, again = (r.counts["outcomes"] for r in s.scalars(select(Run).order_by(Run.id)))
+    assert first == {"as_of": ["2026-03-08", "2026-03-15"], "claims": 4, "computed": 8}
+    assert again["computed"] == 0
+
+
 def test_cli_report_verdicts_show(store, db_url, tmp_path, monkeypatch, capsys) -> None:
     sample(World(store))
     out = run_cli(["report", "--period", "2026-W11", "--format", "html"], db_url, tmp_path)
@@ -316,7 +332,8 @@ def test_the_caller_decides_whether_a_stale_store_moves_the_period(store, tmp_pa
 
 def test_the_digest_cost_prices_batch_answers_at_half(store, tmp_path) -> None:
     """The digest's cost line applies the Batch API price the judge applies (llm/cost.token_cost)."""
-    from monitor.report.gather import gather_digest
+    from digest_world import settled_digest
+
     from monitor.report.period import resolve_period
     from monitor.store.records import LLMExchange
 
@@ -324,7 +341,7 @@ def test_the_digest_cost_prices_batch_answers_at_half(store, tmp_path) -> None:
     settings = settings_for(tmp_path)
     settings.llm.price_input_per_million, settings.llm.price_output_per_million = 2.0, 8.0
     week = resolve_period("2026-W11")
-    before = gather_digest(store, settings, week).summary
+    before = settled_digest(store, settings, week).summary
     with store.session() as s:
         for form in ("json_schema", "batch"):
             s.add(
@@ -339,6 +356,6 @@ def test_the_digest_cost_prices_batch_answers_at_half(store, tmp_path) -> None:
                     created_at=dt.datetime(2026, 3, 11),
                 )
             )
-    after = gather_digest(store, settings, week).summary
+    after = settled_digest(store, settings, week).summary
     assert after.tokens - before.tokens == 4_000_000
     assert after.cost_usd - before.cost_usd == pytest.approx(10.0 + 5.0)  # live 2 + 8, batch half of that

@@ -7,12 +7,11 @@ import re
 from html.parser import HTMLParser
 
 import pytest
-from digest_world import NASTY, World, open_sqlite, sample, trusted_settings
+from digest_world import NASTY, World, open_sqlite, sample, settled_digest, trusted_settings
 from markdown_it import MarkdownIt
 from sqlalchemy import update
 
 from monitor.judge.embedded import Coverage, EmbeddedJudge, measured_coverage
-from monitor.report.gather import gather_digest
 from monitor.report.period import resolve_period
 from monitor.report.render import md, render
 from monitor.store.models import Assessment
@@ -23,7 +22,7 @@ WEEK = resolve_period("2026-W11")
 @pytest.fixture
 def digest(store):
     sample(World(store))
-    return gather_digest(store, trusted_settings(), WEEK)
+    return settled_digest(store, trusted_settings(), WEEK)
 
 
 @pytest.fixture
@@ -37,7 +36,7 @@ def lite(sqlite_url: str):
 @pytest.fixture
 def lite_digest(lite):
     sample(World(lite))
-    return gather_digest(lite, trusted_settings(), WEEK)
+    return settled_digest(lite, trusted_settings(), WEEK)
 
 
 class Tags(HTMLParser):
@@ -162,7 +161,7 @@ def test_text_part_is_plain(lite_digest) -> None:
 
 def test_empty_period_says_so_plainly(store) -> None:
     sample(World(store))
-    quiet = gather_digest(store, trusted_settings(), resolve_period("2026-W20"))
+    quiet = settled_digest(store, trusted_settings(), resolve_period("2026-W20"))
     text = render(quiet, "md", trusted_settings())
     assert "No arXiv announcements in this period" in text
     assert "No verdict changed this period." in text
@@ -174,7 +173,7 @@ def test_period_with_papers_but_nothing_relevant(lite) -> None:
     sample(w)
     w.paper("2604.00001", "Unrelated", dt.date(2026, 4, 7))
     settings = trusted_settings()
-    text = render(gather_digest(lite, settings, resolve_period("2026-W15")), "md", settings)
+    text = render(settled_digest(lite, settings, resolve_period("2026-W15")), "md", settings)
     assert "No relevant papers this period" in text and "1 papers were read" in text
 
 
@@ -186,7 +185,7 @@ def test_a_period_judged_offline_says_how_much_the_embedded_judge_misses(lite) -
     w.assess("2604.00001", "c_sparse", "UNRELATED", 0.9, judge="local", evidence="")
     w.assess("2604.00002", "c_calib", "UNRELATED", 0.9, evidence="")
     settings = trusted_settings()
-    d = gather_digest(lite, settings, resolve_period("2026-W15"))
+    d = settled_digest(lite, settings, resolve_period("2026-W15"))
     coverage = measured_coverage()
     assert coverage is not None and 0 < coverage.found < coverage.bearing  # the shipped model's figures
     assert d.summary.pairs_judged == 2 and d.summary.judged_embedded == 1
@@ -205,7 +204,7 @@ def test_a_period_judged_offline_says_how_much_the_embedded_judge_misses(lite) -
 def test_a_store_without_claims_says_so_instead_of_nothing_bears(lite) -> None:
     World(lite).paper("2604.00001", "A paper and no claim", dt.date(2026, 4, 7))
     settings = trusted_settings()
-    d = gather_digest(lite, settings, resolve_period("2026-W15"))
+    d = settled_digest(lite, settings, resolve_period("2026-W15"))
     for form in ("md", "html", "txt"):
         text = render(d, form, settings)
         assert "No claims to test yet" in text and "monitor seeds import" in text
@@ -218,7 +217,7 @@ def test_a_period_judged_by_an_llm_alone_carries_no_offline_caveat(lite) -> None
     w.paper("2604.00002", "Read by an LLM", dt.date(2026, 4, 8))
     w.assess("2604.00002", "c_calib", "UNRELATED", 0.9, evidence="")
     settings = trusted_settings()
-    d = gather_digest(lite, settings, resolve_period("2026-W15"))
+    d = settled_digest(lite, settings, resolve_period("2026-W15"))
     assert d.summary.judged_embedded == 0 and d.summary.embedded_coverage is None
     for form in ("md", "html", "txt"):
         assert "embedded" not in render(d, form, settings)
@@ -238,7 +237,7 @@ def test_user_templates_override_the_shipped_ones(lite, tmp_path) -> None:
     (tmp_path / "digest.md.j2").write_text("custom {{ d.period.key }} {{ d.summary.counts.CONTESTED }}\n")
     settings = trusted_settings()
     settings.report.templates_dir = tmp_path
-    digest = gather_digest(lite, settings, WEEK)
+    digest = settled_digest(lite, settings, WEEK)
     assert render(digest, "md", settings) == "custom 2026-W11 1\n"
     assert render(digest, "html", settings).startswith("<!DOCTYPE html>")  # not overridden: shipped
 
@@ -250,7 +249,7 @@ def test_a_broken_user_template_is_a_config_error(lite, tmp_path) -> None:
     settings = trusted_settings()
     settings.report.templates_dir = tmp_path
     with pytest.raises(ConfigError, match="digest.md.j2:1"):
-        render(gather_digest(lite, settings, WEEK), "md", settings)
+        render(settled_digest(lite, settings, WEEK), "md", settings)
 
 
 def test_older_work_behind_a_verdict_is_named(lite) -> None:
@@ -260,7 +259,7 @@ def test_older_work_behind_a_verdict_is_named(lite) -> None:
     w.assess("2603.04444", "c_quiet", "SUPPORTS", 0.9, evidence="still collapses")
     w.paper("2601.03333", "Older support for calibration loss", dt.date(2025, 7, 1))
     w.assess("2601.03333", "c_sparse", "SUPPORTS", 0.5)
-    digest = gather_digest(lite, trusted_settings(), WEEK)
+    digest = settled_digest(lite, trusted_settings(), WEEK)
     quiet = next(c for c in digest.lines[0].detailed if c.id == "c_quiet")
     assert quiet.status == "PERISHABLE" and not quiet.changed
     assert quiet.strongest_recent.item.arxiv_id == "2602.00002" and quiet.rests_on == []
@@ -286,7 +285,7 @@ def test_new_evidence_is_capped_per_claim_strongest_first_and_the_changed_verdic
     for n, conf in enumerate((0.81, 0.95, 0.83, 0.9, 0.85), start=1):
         w.paper(f"2603.0200{n}", f"Support {n}", dt.date(2026, 3, 10))
         w.assess(f"2603.0200{n}", "c_div", "SUPPORTS", conf)
-    digest = gather_digest(lite, trusted_settings(), WEEK)
+    digest = settled_digest(lite, trusted_settings(), WEEK)
     div = next(c for line in digest.lines for c in line.detailed if c.id == "c_div")
     assert [e.item.title for e in div.new_evidence] == ["Support 2", "Support 4", "Support 5"]
     assert div.more_evidence == 2
@@ -308,7 +307,7 @@ def test_dated_claims_come_first_in_their_line(lite) -> None:
     w.assess("2603.00001", "a_note", "SUPPORTS", 0.9)  # its verdict changes: more urgent
     w.paper("2603.00002", "Weak", dt.date(2026, 3, 10))
     w.assess("2603.00002", "z_dated", "SUPPORTS", 0.5)
-    [line] = gather_digest(lite, trusted_settings(), WEEK).lines
+    [line] = settled_digest(lite, trusted_settings(), WEEK).lines
     assert [c.id for c in line.detailed] == ["z_dated", "a_note"]
 
 
@@ -321,7 +320,7 @@ def test_a_paper_is_shown_in_full_once_per_line(lite) -> None:
     w.assess("2603.00009", "c_a", "SUPPORTS", 0.9, evidence="the first quoted finding here")
     w.assess("2603.00009", "c_b", "RELAXES", 0.85, evidence="the second quoted finding here")
     settings = trusted_settings()
-    text = render(gather_digest(lite, settings, WEEK), "md", settings)
+    text = render(settled_digest(lite, settings, WEEK), "md", settings)
     section = text.split("## What breaks?", 1)[1]  # the summary names it too, as the paper that moved them
     assert section.count("[One paper, two claims]") == 2  # full entry once, a one-line mention once
     # PERISHABLE c_b is more urgent, so the full entry sits under it.
@@ -342,7 +341,7 @@ def test_a_cross_reference_never_states_a_withheld_or_unconfirmed_label(lite) ->
     with lite.session() as s:  # the embedded judge withheld its stance on c_b
         s.execute(update(Assessment).where(Assessment.claim_id == "c_b").values(abstained=True))
     settings = trusted_settings()
-    section = render(gather_digest(lite, settings, WEEK), "md", settings).split("## What breaks?", 1)[1]
+    section = render(settled_digest(lite, settings, WEEK), "md", settings).split("## What breaks?", 1)[1]
     # The embedded judge's labels are listed for triage under c_a and c_b, without a stance.
     assert "Also bears on" not in section and "shown above under" not in section
     assert section.count("ranks closest to this claim — not read for stance") == 2
@@ -365,7 +364,7 @@ def test_latex_and_markdown_emphasis_read_as_text_in_every_format(lite, capsys) 
     w.paper("2603.04444", LATEX_TITLE, dt.date(2026, 3, 10))
     w.assess("2603.04444", "c_tex", "SUPPORTS", 0.9, evidence=LATEX_QUOTE, rationale=r"It says \emph{only}.")
     settings = trusted_settings()
-    digest = gather_digest(lite, settings, WEEK)
+    digest = settled_digest(lite, settings, WEEK)
     title = "Sparse updates: RL changes only 20% of θ not all"
     for fmt in ("md", "html", "txt"):
         text = render(digest, fmt, settings)

@@ -8,12 +8,11 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from digest_world import World, open_sqlite, sample
+from digest_world import World, open_sqlite, sample, settled_digest
 from sqlalchemy import select
 
 from monitor.config import Settings
 from monitor.report.asks import ask_before_digest
-from monitor.report.gather import gather_digest
 from monitor.report.period import resolve_period
 from monitor.report.render import render
 from monitor.report.research import parse_questions
@@ -102,7 +101,7 @@ def llm_settings(server: Server) -> Settings:
 def test_questions_are_asked_once_logged_and_rendered(store, llm) -> None:
     sample(World(store))
     settings = llm_settings(llm)
-    digest = gather_digest(store, settings, WEEK, ask_before_digest(store, settings, WEEK))
+    digest = settled_digest(store, settings, WEEK, ask_before_digest(store, settings, WEEK))
     rl = next(line for line in digest.lines if line.id == "rl")
     assert rl.questions.state == "ok" and rl.questions.questions == ANSWER["questions"]
     div = next(line for line in digest.lines if line.id == "div")
@@ -118,7 +117,7 @@ def test_questions_are_asked_once_logged_and_rendered(store, llm) -> None:
     text = render(digest, "md", settings)
     assert "### Research questions\n\n1. If dense updates win (arXiv:2603.01234), what limits RL?" in text
     # An identical request reuses the stored answer instead of spending tokens again.
-    again = gather_digest(store, settings, WEEK, ask_before_digest(store, settings, WEEK))
+    again = settled_digest(store, settings, WEEK, ask_before_digest(store, settings, WEEK))
     assert next(line for line in again.lines if line.id == "rl").questions.questions == ANSWER["questions"]
     assert len(llm.requests) == 1
 
@@ -131,7 +130,7 @@ def test_a_failed_call_says_so_and_is_logged_on_the_run(lite, llm, reply) -> Non
     llm.replies = [reply] * 4  # every request form, and the corrective turn, fail alike
     settings = llm_settings(llm)
     run = start_run(lite, "report")
-    digest = gather_digest(lite, settings, WEEK, ask_before_digest(lite, settings, WEEK, run))
+    digest = settled_digest(lite, settings, WEEK, ask_before_digest(lite, settings, WEEK, run))
     rl = next(line for line in digest.lines if line.id == "rl")
     assert rl.questions.state == "failed"
     assert "The LLM call failed" in render(digest, "md", settings)
@@ -149,7 +148,7 @@ def test_a_small_models_plain_answer_gets_a_corrective_turn_under_a_schema(lite,
     llm.replies = [(200, "1. What limits RL now? 2. Does calibration survive?")]
     settings = llm_settings(llm)
     run = start_run(lite, "report")
-    digest = gather_digest(lite, settings, WEEK, ask_before_digest(lite, settings, WEEK, run))
+    digest = settled_digest(lite, settings, WEEK, ask_before_digest(lite, settings, WEEK, run))
     rl = next(line for line in digest.lines if line.id == "rl")
     assert rl.questions.state == "ok" and rl.questions.questions == ANSWER["questions"]
     first, second = llm.requests
@@ -159,7 +158,7 @@ def test_a_small_models_plain_answer_gets_a_corrective_turn_under_a_schema(lite,
     assert run.tokens == 2 * 366 and run.errors == []
     assert run.counts["research"] == {"asked": 1, "calls": 2, "tokens": 732}
     # The corrected answer is reused, not asked again.
-    again = gather_digest(lite, settings, WEEK, ask_before_digest(lite, settings, WEEK))
+    again = settled_digest(lite, settings, WEEK, ask_before_digest(lite, settings, WEEK))
     assert next(line for line in again.lines if line.id == "rl").questions.questions == ANSWER["questions"]
     assert len(llm.requests) == 2
 
@@ -182,7 +181,7 @@ def test_hostile_paper_text_cannot_close_the_evidence_delimiter(lite, llm) -> No
 
 def test_without_an_llm_the_section_says_it_needs_one(lite) -> None:
     sample(World(lite))
-    digest = gather_digest(lite, Settings(), WEEK)
+    digest = settled_digest(lite, Settings(), WEEK)
     assert {line.questions.state for line in digest.lines} == {"needs_llm"}
     assert "Research questions need an LLM judge" in render(digest, "md", Settings())
 
@@ -205,13 +204,13 @@ def test_questions_no_line_can_get_are_explained_once_for_the_whole_digest(lite,
         (llm_settings(llm), resolve_period("2026-W10"), "No line has new evidence this period"),
     ]
     for settings, period, note in cases:
-        digest = gather_digest(lite, settings, period, ask_before_digest(lite, settings, period))
+        digest = settled_digest(lite, settings, period, ask_before_digest(lite, settings, period))
         for fmt in ("md", "html", "txt"):
             text = render(digest, fmt, settings).replace("\\_", "_")
             assert text.count(note) == 1, (note, fmt)
             assert text.lower().count("research questions") <= 2, (note, fmt)  # a heading and the note
     assert llm.requests == []
-    quiet = render(gather_digest(lite, llm_settings(llm), WEEK), "md", Settings())
+    quiet = render(settled_digest(lite, llm_settings(llm), WEEK), "md", Settings())
     assert quiet.count("Research questions were not asked for this digest.") == 1 and llm.requests == []
 
 
@@ -219,7 +218,7 @@ def test_the_digest_asks_nothing_and_the_ask_step_records_on_the_run(lite, llm) 
     """gather_digest is a pure reader; the ask step before it calls the LLM and records it on the run."""
     sample(World(lite))
     settings = llm_settings(llm)
-    digest = gather_digest(lite, settings, WEEK)
+    digest = settled_digest(lite, settings, WEEK)
     assert llm.requests == [] and {line.questions.state for line in digest.lines} <= {
         "not_asked",
         "no_evidence",
@@ -229,6 +228,6 @@ def test_the_digest_asks_nothing_and_the_ask_step_records_on_the_run(lite, llm) 
     assert len(llm.requests) == 1 and asked.questions["rl"].state == "ok"
     assert run.counts["asks"]["questions"] == {"no_evidence": 1, "ok": 1}
     # Read back without asking: the stored answer, no further call.
-    again = gather_digest(lite, settings, WEEK)
+    again = settled_digest(lite, settings, WEEK)
     assert next(line for line in again.lines if line.id == "rl").questions.state == "ok"
     assert len(llm.requests) == 1

@@ -8,10 +8,9 @@ import datetime as dt
 import re
 
 import pytest
-from digest_world import WEEK, World, open_sqlite, sample
+from digest_world import WEEK, World, open_sqlite, sample, settled_digest
 
 from monitor.config import Settings
-from monitor.report.gather import gather_digest
 from monitor.report.period import custom, resolve_period
 from monitor.report.render import render
 from monitor.review.queue import record
@@ -53,7 +52,7 @@ def test_a_monthly_digest_lists_grounded_contradicting_work_strongest_first(stor
     w.assess("2603.03000", "c_calib", "RELAXES", 0.5, evidence="calibrated with a scoring term")
     w.paper("2603.04000", "An ungrounded refutation", _march(21))
     w.assess("2603.04000", "c_sparse", "OVERTURNS", 0.99, grounded=False)
-    digest = gather_digest(store, Settings(), MARCH)
+    digest = settled_digest(store, Settings(), MARCH)
 
     rl = _line(digest, "rl").strongest
     assert [(x.item.arxiv_id, x.claim_id, round(x.weight, 2)) for x in rl.findings] == [
@@ -97,7 +96,7 @@ def test_an_offline_monthly_digest_lists_withheld_candidates_for_review_never_as
     w.assess("2603.00003", "c1", "SUPPORTS", 0.9, judge="local", evidence="sparse again")
     w.paper("2603.00004", "Leaning sparse", _march(6))
     w.assess("2603.00004", "c1", "UNRELATED", 0.9, judge="local")
-    digest = gather_digest(store, Settings(), MARCH)
+    digest = settled_digest(store, Settings(), MARCH)
 
     rl = _line(digest, "rl").strongest
     assert rl.findings == []
@@ -140,7 +139,7 @@ def test_a_month_with_nothing_against_says_none_found_and_what_was_read(store) -
     w.paper("2603.00002", "Protein folding", _march(4))
     w.assess("2603.00002", "c1", "UNRELATED", 0.9)
     w.assess("2603.00002", "c2", "UNRELATED", 0.9)
-    digest = gather_digest(store, Settings(), MARCH)
+    digest = settled_digest(store, Settings(), MARCH)
 
     rl = _line(digest, "rl").strongest
     assert (rl.findings, rl.candidates, rl.pairs_read, rl.papers_read) == ([], [], 4, 2)
@@ -167,7 +166,7 @@ def test_only_a_month_or_at_least_four_weeks_gets_the_section(sqlite_url: str) -
             (custom(WEEK[0], WEEK[0] + dt.timedelta(days=27)), True),
             (MARCH, True),
         ):
-            digest = gather_digest(store, Settings(), period)
+            digest = settled_digest(store, Settings(), period)
             assert all((line.strongest is not None) == expected for line in digest.lines), period
             for fmt, text in _rendered(digest).items():
                 assert (HEADING.lower() in text.lower()) == expected, (period, fmt)
@@ -180,7 +179,7 @@ def test_hostile_paper_text_stays_text_in_the_section(sqlite_url: str, fmt: str)
     store = open_sqlite(sqlite_url)
     sample(World(store))  # 2603.01234's title and quote are hostile markup
     try:
-        text = render(gather_digest(store, Settings(), MARCH), fmt, Settings())
+        text = render(settled_digest(store, Settings(), MARCH), fmt, Settings())
         section = text[text.index("Strongest contradicting or superseding") :]
         assert "Dense updates" in section
         if fmt == "html":
@@ -209,7 +208,7 @@ def test_a_curators_decision_turns_a_candidate_into_a_finding_or_removes_it(stor
     held = w.assess("2603.00002", "c1", "OVERTURNS", 0.8, judge="local", evidence="every weight moves")
     record(store, held, label="OVERTURNS")
     record(store, withheld, dismiss=True)
-    rl = _line(gather_digest(store, Settings(), MARCH), "rl").strongest
+    rl = _line(settled_digest(store, Settings(), MARCH), "rl").strongest
     # A plain confirmation weighs the curator's weight (below what moves a verdict alone) ...
     assert [(x.item.arxiv_id, x.judged_as) for x in rl.findings] == [
         ("2603.00002", "OVERTURNS, confirmed by a curator")
@@ -217,6 +216,6 @@ def test_a_curators_decision_turns_a_candidate_into_a_finding_or_removes_it(stor
     assert 0.7 <= rl.findings[0].weight < 0.8
     # ... and a decisive one weighs 1.
     record(store, held, label="OVERTURNS", decisive=True)
-    rl = _line(gather_digest(store, Settings(), MARCH), "rl").strongest
+    rl = _line(settled_digest(store, Settings(), MARCH), "rl").strongest
     assert [(x.item.arxiv_id, x.weight) for x in rl.findings] == [("2603.00002", 1.0)]
     assert rl.candidates == []

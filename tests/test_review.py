@@ -12,14 +12,13 @@ import time
 from pathlib import Path
 
 import pytest
-from digest_world import TRUSTED_ENV, World, trusted_settings
+from digest_world import TRUSTED_ENV, World, settled_digest, trusted_settings
 from ops_helpers import cli
 from schema_fixtures import load_schema
 from sqlalchemy import text
 
 from monitor.errors import UsageError
 from monitor.judge.evaluate import read_pairs
-from monitor.report.gather import gather_digest
 from monitor.report.period import resolve_period
 from monitor.report.render import render
 from monitor.review.queue import REASONS, decisions, export_pairs, record, review_queue
@@ -176,7 +175,7 @@ def test_walk_records_each_key_and_the_digest_marks_confirmed_evidence(store) ->
         and "2025-05" in out
         and "https://arxiv.org/abs/2603.10001v1" in out
     )
-    digest = gather_digest(store, settings, resolve_period("2026-W11"))
+    digest = settled_digest(store, settings, resolve_period("2026-W11"))
     text_md = render(digest, "md", settings)
     assert "· ✓ **confirmed by a curator**" in text_md
 
@@ -321,9 +320,9 @@ def test_a_confirmed_relaxes_names_its_condition_in_the_digest(store) -> None:
     w = world(store)
     w.paper("2603.20001", "Only at small scale", dt.date(2026, 3, 10), abstract=ABSTRACT)
     aid = w.assess("2603.20001", "c1", "RELAXES", 0.7, evidence=QUOTE)
-    text_before = render(gather_digest(store, settings, resolve_period("2026-W11")), "md", settings)
+    text_before = render(settled_digest(store, settings, resolve_period("2026-W11")), "md", settings)
     assert "Narrower than stated?" not in text_before  # not confirmed yet
     record(store, aid, label="R")
-    text_md = render(gather_digest(store, settings, resolve_period("2026-W11")), "md", settings)
+    text_md = render(settled_digest(store, settings, resolve_period("2026-W11")), "md", settings)
     assert "**Narrower than stated?** Confirmed RELAXES evidence names the condition:" in text_md
     assert f"> {QUOTE} — [Only at small scale](https://arxiv.org/abs/2603.20001v1)" in text_md

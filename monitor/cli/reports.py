@@ -77,7 +77,7 @@ def report_command(
     """Write the digest for a period (default: the last complete ISO week); optionally mail and post it."""
     from monitor.report.digest import choose_period
     from monitor.report.show import check_formats, print_digest_result
-    from monitor.schedule.pipeline import ask_step, deliver_digest, report_step
+    from monitor.schedule.pipeline import ask_step, deliver_digest, outcomes_step, report_step
     from monitor.store.runs import recorded_run
 
     app_ctx = ctx_of(ctx)
@@ -88,6 +88,7 @@ def report_command(
     with recorded_run(app_ctx.existing_store, "report") as run:
         store = app_ctx.store
         chosen = choose_period(store, period or settings.report.period, day(since), day(until))
+        run.record(outcomes_step(store, settings, run, chosen))
         asked = ask_step(store, settings, run, chosen)
         result = report_step(store, settings, run, chosen, asked, formats)
         run.record(result)

@@ -11,7 +11,7 @@ what asking did (`asks`, and `research` as research.py counts it) and its tokens
 from __future__ import annotations
 
 from monitor.config import Settings
-from monitor.report.gather import gather_digest
+from monitor.report.gather import gather_digest, settle_period
 from monitor.report.period import Period
 from monitor.report.research import DigestAsks, research_questions
 from monitor.review.rewording import propose_rewordings
@@ -33,6 +33,7 @@ def ask_before_digest(
 
 
 def _ask(store: Store, settings: Settings, period: Period, run: RunRecord | None, asked: DigestAsks) -> None:
+    settle_period(store, settings, period, run)
     digest = gather_digest(store, settings, period)
     due = sorted({c.id for line in digest.lines for c in line.claims if c.conditions})  # claim id order
     if due and settings.llm_configured():

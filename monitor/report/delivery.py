@@ -23,7 +23,7 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_expo
 from monitor.config import Settings
 from monitor.errors import ConfigError, MonitorError
 from monitor.report.email import build_message, message_id, subject_for
-from monitor.report.gather import gather_digest
+from monitor.report.gather import gather_digest, settle_period
 from monitor.report.period import Period, resolve_period
 from monitor.report.render import render
 from monitor.store.db import Store
@@ -185,6 +185,7 @@ def send_digest(store: Store, settings: Settings, digest_id: int, force: bool = 
     if claimed is None:
         return False
     period, msg_id = claimed
+    settle_period(store, settings, period)
     digest = gather_digest(store, settings, period)
     msg = build_message(
         settings,

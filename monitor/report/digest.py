@@ -15,7 +15,7 @@ from monitor.config import Settings
 from monitor.files import write_together
 from monitor.report.budget import fold_large_library
 from monitor.report.feed import write_feed
-from monitor.report.gather import gather_digest
+from monitor.report.gather import gather_digest, settle_period
 from monitor.report.period import Period, resolve_period
 from monitor.report.render import fmt_date, render
 from monitor.report.research import DigestAsks
@@ -141,6 +141,7 @@ def write_digest(
     """
     chosen = choose_period(store, period, since, until, today, follow_store)
     wanted = ["md", *[f for f in (formats or settings.report.formats) if f != "md"]]
+    settle_period(store, settings, chosen, run)
     digest = gather_digest(store, settings, chosen, asked)
     stats = digest.summary.as_stats() | {"lines": len(digest.lines)}  # counted before folding
     fold_large_library(digest)

@@ -1,8 +1,9 @@
 """Gathering a period's digest view-model from the store.
 
-A claim's verdict in the digest is computed by the rules at the period's end (and, to say whether it
-changed, at the day before the period began), so any past period renders the same way whatever was run
-since. "New evidence" is a counted assessment whose paper version was announced in the period. The embedded
+A claim's verdict in the digest is its outcome under the rules at the period's end (and, to say whether
+it changed, at the day before the period began: `Period.verdict_days`) as the verdicts stage stored it
+(`settle_outcomes`, which every caller runs first); the digest reads it and never computes one.
+"New evidence" is a counted assessment whose paper version was announced in the period. The embedded
 judge's unconfirmed stances are not evidence the digest can sign: its papers are listed for triage
 (ranked, with the abstract sentence closest to the claim, no stance), and its labels wait in
 `monitor review`.
@@ -43,7 +44,8 @@ from monitor.store.failures import count_parked
 from monitor.store.lines import active_lines, ungrounded_anchors
 from monitor.store.models import Anchor, Claim, Line
 from monitor.store.papers import abstracts_of, count_first_seen, count_published
-from monitor.verdicts.rollup import outcomes
+from monitor.store.runs import RunRecord
+from monitor.verdicts.rollup import OutcomeRun, settle_outcomes, stored_outcomes
 from monitor.verdicts.rules import EMBEDDED_JUDGE, STATUSES, EvidenceItem, EvidenceSummary, Outcome
 from monitor.verdicts.sources import anchor_ids_by_claim
 
@@ -171,21 +173,21 @@ def _summary(s: Session, settings: Settings, period: Period, claims: list[ClaimV
 def gather_digest(
     store: Store, settings: Settings, period: Period, asked: DigestAsks | None = None
 ) -> DigestView:
-    """Build the digest view-model for one period. A pure reader: it calls no LLM and writes nothing.
+    """Build the digest view-model for one period. A pure reader: it calls no LLM, computes no verdict
+    and writes nothing; the caller settles the period's outcomes first (`settle_period`).
 
     Research questions are `asked`'s (the ask step before the digest, report/asks.py), else an earlier
     identical request's stored answer; proposed wordings are the open ones in the store.
     """
     with store.session() as s:
         claims = active_claims(s)
-        # The one recomputation of verdicts outside `compute_verdicts`, and why: a verdict row keeps a
-        # claim's status, movers and summary as of the day a run computed it, while the digest shows
-        # every item behind the verdict (counted, unclear, unconfirmed, for review) as of the period's
-        # end and the day before it began, which for a past period no run stored, and which must
-        # count evidence judged since (a replay judges past weeks today) so a period renders the same
-        # whatever was run after it (docs/verdicts.md).
-        now = outcomes(s, settings, period.end, claims)
-        before = outcomes(s, settings, period.start - dt.timedelta(days=1), claims)
+        # The outcomes the verdicts stage stored for the period's dates (every item behind each verdict:
+        # counted, unclear, unconfirmed, for review). Its caller settled them just before, on the
+        # evidence as it is now (a replay judges past weeks today), so a period renders the same
+        # whatever was run after it; a missing or stale one raises rather than being computed here.
+        end, eve = period.verdict_days
+        stored = stored_outcomes(s, settings, (end, eve), claims)
+        now, before = stored[end], stored[eve]
         by_claim = lines_by_claim(s)
         sources = anchor_ids_by_claim(s)
         views = {
@@ -218,6 +220,14 @@ def gather_digest(
         overturn_strength=settings.verdicts.overturn_strength,
         research_note=digest_note([line.questions for line in lines]),
     )
+
+
+def settle_period(
+    store: Store, settings: Settings, period: Period, run: RunRecord | None = None
+) -> OutcomeRun:
+    """The verdicts stage's outcomes at the period's dates, computed where the evidence changed since
+    they were stored: what every caller of `gather_digest` runs first."""
+    return settle_outcomes(store, settings, period.verdict_days, run)
 
 
 def _line_views(

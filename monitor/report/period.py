@@ -59,6 +59,11 @@ class Period:
     def contains(self, day: dt.date | None) -> bool:
         return day is not None and self.start <= day <= self.end
 
+    @property
+    def verdict_days(self) -> tuple[dt.date, dt.date]:
+        """The dates a digest shows verdicts at: its last day, and the day before it began (what changed)."""
+        return self.end, self.start - dt.timedelta(days=1)
+
 
 def day_range(period: Period) -> tuple[dt.datetime, dt.datetime]:
     """The period as [start, stop) datetimes: midnight of its first day to midnight after its last."""

@@ -38,7 +38,7 @@ from monitor.errors import ConfigError, MonitorError
 from monitor.llm.retry import retry_after_seconds, safe_url, server_failure
 from monitor.report.delivery import DeliveryError, is_final, period_of, report_args
 from monitor.report.feed import digest_url, summary_line
-from monitor.report.gather import gather_digest
+from monitor.report.gather import gather_digest, settle_period
 from monitor.report.views import DigestView, EvidenceView
 from monitor.store.db import Store
 from monitor.store.digests import WEBHOOKS_POSTED
@@ -296,6 +296,7 @@ def notify_digest(store: Store, settings: Settings, digest_id: int, force: bool 
         log.info("digest %s already posted to %s at %s", key, hook.shown, posted_before[hook.key].get("at"))
     if not due:
         return []
+    settle_period(store, settings, period)
     summary = summary_payload(gather_digest(store, settings, period), stats, _links(settings, files))
     bodies = {"json": summary, "slack": slack_payload(summary)}
     posted, failed = [], []

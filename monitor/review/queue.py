@@ -32,7 +32,7 @@ from monitor.store.models import Assessment, Claim, Paper, Review
 from monitor.store.papers import abstracts_of
 from monitor.store.reviews import add_review, decisions_in_force, history, reviewed_pairs
 from monitor.verdicts.rollup import claim_dates, load_evidence
-from monitor.verdicts.rules import STANCES, EvidenceItem, Outcome, Thresholds, decide
+from monitor.verdicts.rules import STANCES, EvidenceItem, Thresholds, decide
 
 LABELS = (*STANCES, "UNRELATED")
 SHORT = {"S": "SUPPORTS", "R": "RELAXES", "O": "OVERTURNS", "U": "UNRELATED"}
@@ -77,16 +77,20 @@ class ReviewItem:
 Ranked = tuple[tuple[int, float, int], EvidenceItem, Claim, str, int]  # (key, item, claim, status, tier)
 
 
-def _ranked(s: Session, settings: Settings) -> tuple[list[Ranked], dict[str, Outcome]]:
-    """The queue, most urgent first, and each active claim's outcome it was drawn from."""
+def _ranked(s: Session, settings: Settings) -> list[Ranked]:
+    """The queue, most urgent first.
+
+    The one place outside the verdicts stage that applies the rules itself, and why: the queue is the
+    curator's worklist over the current assessments with every decision taken so far, so a pair leaves
+    it the moment it is decided, before any run; it prints no verdict of its own (readers of verdicts
+    read the stored outcomes)."""
     th = Thresholds.from_settings(settings.verdicts)
     queue: list[Ranked] = []
     claims = active_claims(s)
     evidence = load_evidence(s, settings, [c.id for c in claims])
     dates = claim_dates(s, claims)
-    outcomes: dict[str, Outcome] = {}
     for claim in claims:
-        outcome = outcomes[claim.id] = decide(evidence.get(claim.id, []), th, dates[claim.id])
+        outcome = decide(evidence.get(claim.id, []), th, dates[claim.id])
         seen: set[int] = set()
         groups = (
             [i for i in outcome.counted if th.held(i)],
@@ -103,20 +107,20 @@ def _ranked(s: Session, settings: Settings) -> tuple[list[Ranked], dict[str, Out
                 key = (priority, -th.weight(item), item.assessment_id)
                 queue.append((key, item, claim, outcome.status, priority))
     queue.sort(key=lambda entry: entry[0])
-    return queue, outcomes
+    return queue
 
 
-def queue_overview(store: Store, settings: Settings) -> tuple[Counter[str], dict[str, Outcome]]:
-    """Per claim, how many of its pairs wait in the queue, and its outcome now (the claim board)."""
+def queue_overview(store: Store, settings: Settings) -> Counter[str]:
+    """Per claim, how many of its pairs wait in the queue (the claim board)."""
     with store.session() as s:
-        queue, outcomes = _ranked(s, settings)
-    return Counter(claim.id for _, _, claim, _, _ in queue), outcomes
+        queue = _ranked(s, settings)
+    return Counter(claim.id for _, _, claim, _, _ in queue)
 
 
 def review_queue(store: Store, settings: Settings) -> list[ReviewItem]:
     """Every pair that needs a curator, most urgent first."""
     with store.session() as s:
-        queue, _ = _ranked(s, settings)
+        queue = _ranked(s, settings)
         abstracts = abstracts_of(s, [(e[1].arxiv_id, e[1].version) for e in queue])
         return [
             ReviewItem(

@@ -182,6 +182,7 @@ def _pipeline(
         from monitor.report.digest import choose_period
 
         period = choose_period(store, settings.report.period)
+    step("outcomes", lambda: outcomes_step(store, settings, run, period))
     asked = step("ask", lambda: ask_step(store, settings, run, period))
     digest = step("report", lambda: report_step(store, settings, run, period, asked))
     outcome.digest_id = digest.digest_id
@@ -365,6 +366,15 @@ def verdicts_step(store: Store, settings: Settings, run: RunRecord, as_of: dt.da
     from monitor.verdicts.rollup import compute_verdicts
 
     return compute_verdicts(store, settings, as_of=as_of, run=run)
+
+
+def outcomes_step(store: Store, settings: Settings, run: RunRecord | None, period: Period) -> Any:
+    """The verdicts stage's outcomes at the dates the digest of `period` shows, computed where the
+    evidence changed since they were stored, before the ask step and the digest read them (the digest
+    computes none); recorded on the run as `outcomes`."""
+    from monitor.report.gather import settle_period
+
+    return settle_period(store, settings, period, run)
 
 
 def ask_step(store: Store, settings: Settings, run: RunRecord | None, period: Period) -> DigestAsks:

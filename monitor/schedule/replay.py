@@ -37,6 +37,7 @@ from monitor.schedule.pipeline import (
     ask_step,
     assess,
     fetch_step,
+    outcomes_step,
     report_step,
     sync_claims,
     verdicts_step,
@@ -251,6 +252,7 @@ def _replay_period(
     pause_at(f"replay:{period.key}:before_digest")  # test-only crash point
     changes = step("verdicts", lambda: verdicts_step(store, settings, run, as_of=period.end))
     result.verdict_changes = len(changes)
+    step("outcomes", lambda: outcomes_step(store, settings, run, period))
     asked = step("ask", lambda: ask_step(store, settings, run, period))
     digest = step("report", lambda: report_step(store, settings, run, period, asked))
     result.digest = str(digest.paths.get("md", ""))

@@ -342,3 +342,19 @@ class Verdict(Base):
     details: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     run_id: Mapped[int | None] = mapped_column(Integer)
     computed_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class ClaimOutcome(Base):
+    """A claim's full outcome under the verdict rules at one date (monitor/verdicts/rules.py `Outcome`,
+    every item behind it), computed once by the verdicts stage and read by every reader (digest,
+    `monitor show`). Rewritten only when `fingerprint`, a hash of what decided it, changes."""
+
+    __tablename__ = "claim_outcomes"
+    __table_args__ = (UniqueConstraint("claim_id", "as_of"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    claim_id: Mapped[str] = mapped_column(ForeignKey("claims.id"))
+    as_of: Mapped[dt.date] = mapped_column(Date)  # evidence published up to this date
+    fingerprint: Mapped[str] = mapped_column(String(64))
+    outcome: Mapped[dict[str, Any]] = mapped_column(JSON)  # Outcome.to_dict()
+    run_id: Mapped[int | None] = mapped_column(Integer)
+    computed_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from monitor.store.models import Verdict
@@ -16,6 +16,12 @@ def latest_verdict(session: Session, claim_id: str, as_of: dt.date | None = None
     if as_of is not None:
         query = query.where(Verdict.as_of <= as_of)
     return session.scalars(query.order_by(Verdict.as_of.desc(), Verdict.id.desc()).limit(1)).first()
+
+
+def latest_verdict_days(session: Session, claim_ids: list[str]) -> dict[str, dt.date]:
+    """Each claim's current verdict row's `as_of` (claims with no verdict yet are left out)."""
+    query = select(Verdict.claim_id, func.max(Verdict.as_of)).where(Verdict.claim_id.in_(claim_ids))
+    return {claim_id: day for claim_id, day in session.execute(query.group_by(Verdict.claim_id))}
 
 
 def verdict_history(session: Session, claim_id: str) -> list[Verdict]:

@@ -8,6 +8,8 @@ current verdict is the row with the latest `as_of` (ties: the latest written).
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import json
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -22,13 +24,15 @@ from monitor.store.db import Store
 from monitor.store.evidence import AssessmentRow, current_assessments
 from monitor.store.lines import lines_by_id
 from monitor.store.models import Claim, Verdict
+from monitor.store.outcomes import outcome_rows, prune_outcomes, save_outcome
 from monitor.store.reviews import Decision, decisions_in_force
 from monitor.store.runs import RunRecord
-from monitor.store.verdicts import latest_verdict, verdict_history
+from monitor.store.verdicts import latest_verdict, latest_verdict_days, verdict_history
 from monitor.verdicts.rules import (
     CONFIRMED,
     DISMISSED,
     RELABELLED,
+    RULES_VERSION,
     STATUSES,
     UNTESTED,
     ClaimDate,
@@ -37,6 +41,7 @@ from monitor.verdicts.rules import (
     Outcome,
     Thresholds,
     decide,
+    published_by,
 )
 from monitor.verdicts.sources import source_reasons
 
@@ -189,14 +194,134 @@ def with_decision(item: EvidenceItem, decision: Decision) -> EvidenceItem:
     return replace(item, label=label, review=review, model_label=item.label, decisive=decision.decisive)
 
 
-def outcomes(
-    session: Session, settings: Settings, as_of: dt.date | None, claims: list[Claim]
-) -> dict[str, Outcome]:
-    """Each claim's outcome at `as_of`, computed fresh (the digest uses this for any past period)."""
-    th = Thresholds.from_settings(settings.verdicts)
-    evidence = load_evidence(session, settings, [c.id for c in claims])
-    dates = claim_dates(session, claims)
-    return {c.id: decide(evidence.get(c.id, []), th, dates[c.id], as_of) for c in claims}
+class OutcomesNotStored(RuntimeError):
+    """A reader asked for outcomes the verdicts stage did not store for the evidence as it is now: the
+    caller skipped `settle_outcomes` for those dates (a programming error, never the user's)."""
+
+
+@dataclass
+class OutcomeRun:
+    """What `settle_outcomes` did: recorded on the run as `outcomes` by the caller (StageCounts)."""
+
+    stage: ClassVar[str] = "outcomes"
+    days: list[dt.date]
+    claims: int
+    computed: int  # (claim, date) outcomes computed and stored; the rest were stored and still hold
+
+    def stage_counts(self) -> dict[str, Any]:
+        return {"as_of": [d.isoformat() for d in self.days], "claims": self.claims, "computed": self.computed}
+
+
+@dataclass
+class _Inputs:
+    """What decides the claims' outcomes: their current evidence, dates and the thresholds."""
+
+    claims: list[Claim]
+    evidence: dict[str, list[EvidenceItem]]
+    dates: dict[str, ClaimDate]
+    th: Thresholds
+    _dicts: dict[EvidenceItem, dict[str, Any]] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, session: Session, settings: Settings, claims: list[Claim]) -> _Inputs:
+        evidence = load_evidence(session, settings, [c.id for c in claims])
+        th = Thresholds.from_settings(settings.verdicts)
+        return cls(claims, evidence, claim_dates(session, claims), th)
+
+    def fingerprint(self, claim_id: str, as_of: dt.date) -> str:
+        """A hash of everything `decide` reads for the claim at `as_of`: the evidence public by then
+        (each item whole: label, confidence, the curator's decision, source...), the claim's date and
+        the thresholds, so a stored outcome is rewritten exactly when its computation would differ."""
+        items = [self._as_dict(i) for i in self.evidence.get(claim_id, []) if published_by(i, as_of)]
+        data = {
+            "rules": RULES_VERSION,
+            "as_of": as_of.isoformat(),
+            "date": self.dates[claim_id].as_dict(),
+            "thresholds": self.th.as_dict(),
+            "items": sorted(items, key=lambda item: item["assessment_id"]),
+        }
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode("utf-8")).hexdigest()
+
+    def _as_dict(self, item: EvidenceItem) -> dict[str, Any]:
+        """An item's fields, once per load (a claim's items are hashed for each date asked)."""
+        if item not in self._dicts:
+            self._dicts[item] = item.to_dict()
+        return self._dicts[item]
+
+    def decide(self, claim_id: str, as_of: dt.date) -> Outcome:
+        return decide(self.evidence.get(claim_id, []), self.th, self.dates[claim_id], as_of)
+
+
+def _settle(
+    session: Session, inputs: _Inputs, wanted: dict[str, set[dt.date]], run_id: int | None
+) -> tuple[dict[tuple[str, dt.date], Outcome], int]:
+    """The one computation of outcomes: each (claim, date) in `wanted` whose stored row's fingerprint
+    no longer matches is decided and written over it; a matching one is read. Returns them all and
+    how many were computed."""
+    rows = outcome_rows(session, wanted, set().union(*wanted.values()) if wanted else set())
+    found: dict[tuple[str, dt.date], Outcome] = {}
+    computed = 0
+    for claim_id, days in wanted.items():
+        for day in sorted(days):
+            row, stamp = rows.get((claim_id, day)), inputs.fingerprint(claim_id, day)
+            if row is not None and row.fingerprint == stamp:
+                found[claim_id, day] = Outcome.from_dict(row.outcome)
+                continue
+            outcome = found[claim_id, day] = inputs.decide(claim_id, day)
+            save_outcome(session, row, claim_id, day, stamp, outcome.to_dict(), run_id)
+            computed += 1
+    return found, computed
+
+
+def settle_outcomes(
+    store: Store, settings: Settings, days: Iterable[dt.date], run: RunRecord | None = None
+) -> OutcomeRun:
+    """Compute and store every active claim's outcome at each of `days` whose inputs changed since it
+    was stored (a digest's dates: `Period.verdict_days`), in one transaction; readers then read them
+    (`stored_outcomes`). Reruns on the same evidence compute and write nothing."""
+    wanted_days = sorted(set(days))
+    with store.session() as s:
+        claims = active_claims(s)
+        inputs = _Inputs.load(s, settings, claims)
+        _, computed = _settle(s, inputs, {c.id: set(wanted_days) for c in claims}, run.id if run else None)
+    return OutcomeRun(wanted_days, len(claims), computed)
+
+
+def stored_outcomes(
+    session: Session, settings: Settings, days: Iterable[dt.date], claims: list[Claim]
+) -> dict[dt.date, dict[str, Outcome]]:
+    """Each claim's outcome at each of `days` as the verdicts stage stored it. Never computes one: a
+    missing or stale row (its evidence, date or thresholds changed since) raises OutcomesNotStored."""
+    wanted = sorted(set(days))
+    inputs = _Inputs.load(session, settings, claims)
+    rows = outcome_rows(session, [c.id for c in claims], wanted)
+    found: dict[dt.date, dict[str, Outcome]] = {day: {} for day in wanted}
+    for day in wanted:
+        for claim in claims:
+            row = rows.get((claim.id, day))
+            if row is None or row.fingerprint != inputs.fingerprint(claim.id, day):
+                why = "none is stored" if row is None else "its evidence changed since it was stored"
+                raise OutcomesNotStored(
+                    f"claim {claim.id}: no current outcome at {day} ({why}); "
+                    "the verdicts stage (settle_outcomes) must run for that date before it is read"
+                )
+            found[day][claim.id] = Outcome.from_dict(row.outcome)
+    return found
+
+
+def shown_outcomes(session: Session, verdicts: list[CurrentVerdict]) -> dict[str, Outcome]:
+    """Each claim's stored outcome at its current verdict's date: the computation the verdict table's
+    row summarises (claims with no verdict computed yet have none)."""
+    dated = [v for v in verdicts if v.as_of is not None]
+    rows = outcome_rows(session, {v.claim_id for v in dated}, {v.as_of for v in dated if v.as_of})
+    found = ((v.claim_id, rows.get((v.claim_id, v.as_of))) for v in dated)
+    return {claim_id: Outcome.from_dict(row.outcome) for claim_id, row in found if row is not None}
+
+
+def stored_outcome(session: Session, claim_id: str, day: dt.date) -> Outcome | None:
+    """The outcome the verdicts stage last stored for the claim at `day`, as it was stored (None: none)."""
+    row = outcome_rows(session, [claim_id], [day]).get((claim_id, day))
+    return Outcome.from_dict(row.outcome) if row is not None else None
 
 
 def summarise(outcome: Outcome) -> str:
@@ -234,11 +359,13 @@ def compute_verdicts(
     day = as_of or dt.datetime.now(dt.UTC).date()
     changes: list[VerdictChange] = []
     tally = dict.fromkeys(STATUSES, 0)
+    run_id = run.id if run else None
     with store.session() as s:
         claims = active_claims(s)
-        results = outcomes(s, settings, day, claims)
+        inputs = _Inputs.load(s, settings, claims)
+        results, _ = _settle(s, inputs, {c.id: {day} for c in claims}, run_id)
         for claim in claims:
-            outcome = results[claim.id]
+            outcome = results[claim.id, day]
             tally[outcome.status] += 1
             prior = latest_verdict(s, claim.id, day)
             details = verdict_details(outcome)
@@ -255,7 +382,7 @@ def compute_verdicts(
                 assessment_ids=outcome.mover_ids,
                 summary=summarise(outcome),
                 details=details,
-                run_id=run.id if run else None,
+                run_id=run_id,
             )
             s.add(row)
             s.flush()
@@ -271,7 +398,18 @@ def compute_verdicts(
                     verdict_id=row.id,
                 )
             )
+        _keep_shown(s, inputs, day, run_id)
     return VerdictRun(changes, day, tally)
+
+
+def _keep_shown(session: Session, inputs: _Inputs, day: dt.date, run_id: int | None) -> None:
+    """Keep each claim's outcome at its current verdict row's date stored (`monitor show` reads it,
+    with the evidence as it is now, as the verdict table's row summarises it), and drop its other rows
+    but today's: a digest's dates are settled again before it is written, so daily runs pile nothing up."""
+    current = latest_verdict_days(session, [c.id for c in inputs.claims])
+    keep = {c.id: {day} | ({current[c.id]} if c.id in current else set()) for c in inputs.claims}
+    _settle(session, inputs, {cid: days - {day} for cid, days in keep.items() if days - {day}}, run_id)
+    prune_outcomes(session, keep)
 
 
 def current_verdicts(store: Store, line_id: str | None = None) -> list[CurrentVerdict]:

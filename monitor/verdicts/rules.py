@@ -31,10 +31,14 @@ import calendar
 import datetime as dt
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar
 
 from monitor.config import EMBEDDED, EMBEDDED_JUDGE_STORED
+
+# Part of every stored outcome's fingerprint (rollup.py): bump it when a rule, or what `Outcome` keeps,
+# changes, so outcomes stored by the older code are computed again rather than read.
+RULES_VERSION = 1
 
 DURABLE = "DURABLE"
 PERISHABLE = "PERISHABLE"
@@ -98,6 +102,26 @@ class EvidenceItem:
     def ref(self) -> str:
         return f"{self.arxiv_id}v{self.version}"
 
+    def to_dict(self) -> dict[str, Any]:
+        """Every field, dates as ISO strings (stored with an `Outcome`, and hashed into its fingerprint).
+        Field by field: every one is a plain value, and `dataclasses.asdict` deep-copies each."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["published"] = _iso(self.published)
+        out["appeared"] = _iso(self.appeared)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EvidenceItem:
+        return cls(**{**data, "published": _day(data["published"]), "appeared": _day(data["appeared"])})
+
+
+def _iso(day: dt.date | None) -> str | None:
+    return day.isoformat() if day is not None else None
+
+
+def _day(text: str | None) -> dt.date | None:
+    return dt.date.fromisoformat(text) if text else None
+
 
 # Measured precision of each judge's stated labels (`monitor eval`, docs/verdicts.md): the embedded
 # judge's on the teacher set's calibration split (its confidences are calibrated to it); the `openai`
@@ -133,6 +157,17 @@ class Thresholds:
             precision=_merged(DEFAULT_PRECISION, _stored_names(verdicts.precision)),  # type: ignore[attr-defined]
             confirm_judges=frozenset(_stored_names(verdicts.confirm_judges)),  # type: ignore[attr-defined]
         )
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every number the rules read, in a stable order (part of a stored outcome's fingerprint)."""
+        return {
+            "move": self.move,
+            "overturn": self.overturn,
+            "min_confidence": self.min_confidence,
+            "recent_months": self.recent_months,
+            "precision": {j: dict(sorted(labels.items())) for j, labels in sorted(self.precision.items())},
+            "confirm_judges": sorted(self.confirm_judges),
+        }
 
     def weight(self, item: EvidenceItem) -> float:
         """Rule 2: an item's confidence, capped at its judge's measured precision for its label.
@@ -182,6 +217,14 @@ class ClaimDate:
     end: dt.date | None = None
     precision: str | None = None  # day | month | year
     approximate: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "start": _iso(self.start),
+            "end": _iso(self.end),
+            "precision": self.precision,
+            "approximate": self.approximate,
+        }
 
 
 @dataclass(frozen=True)
@@ -320,6 +363,40 @@ class Outcome:
         """What counts toward the verdict now: passed rule 1 and waits for no curator."""
         return [i for i in self.counted if i not in self.held]
 
+    _LISTS: ClassVar[tuple[str, ...]] = (
+        *("movers", "for_review", "held", "unclear", "counted", "sources", "withheld"),
+    )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The whole outcome as JSON-ready data: each item once (by assessment id), the lists as ids."""
+        lists = {name: getattr(self, name) for name in self._LISTS}
+        everything = [i for items in lists.values() for i in items]
+        if self.strongest_recent is not None:
+            everything.append(self.strongest_recent)
+        recent = self.strongest_recent
+        return {
+            "status": self.status,
+            "items": {str(i.assessment_id): i.to_dict() for i in everything},
+            **{name: [i.assessment_id for i in items] for name, items in lists.items()},
+            "strongest_recent": recent.assessment_id if recent is not None else None,
+            "strength": dict(self.strength),
+            "last_changed": _iso(self.last_changed),
+            "summary": self.summary.as_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Outcome:
+        items = {int(key): EvidenceItem.from_dict(item) for key, item in data["items"].items()}
+        recent = data["strongest_recent"]
+        return cls(
+            status=data["status"],
+            **{name: [items[i] for i in data[name]] for name in cls._LISTS},
+            strongest_recent=items[recent] if recent is not None else None,
+            strength=dict(data["strength"]),
+            last_changed=_day(data["last_changed"]),
+            summary=EvidenceSummary.from_dict(data["summary"]),
+        )
+
 
 def counting_between(
     outcome: Outcome, start: dt.date, end: dt.date, labels: tuple[str, ...] = STANCES
@@ -352,6 +429,11 @@ def evidence_cutoff(date: ClaimDate) -> dt.date | None:
     return date.start
 
 
+def published_by(item: EvidenceItem, as_of: dt.date | None) -> bool:
+    """Whether the paper was public at `as_of` (None: everything known); a later one bears on nothing."""
+    return as_of is None or item.published is None or item.published <= as_of
+
+
 def standing(
     item: EvidenceItem, cutoff: dt.date | None, as_of: dt.date | None, th: Thresholds
 ) -> tuple[str, str]:
@@ -360,7 +442,7 @@ def standing(
         return OUT, "dismissed by a curator"
     if item.label not in STANCES:
         return OUT, "unrelated"
-    if as_of is not None and item.published is not None and item.published > as_of:
+    if not published_by(item, as_of):
         return OUT, f"published after {as_of}"
     if item.source:
         return SOURCE, f"the claim's own source ({item.source}), not evidence about it"

@@ -17,17 +17,17 @@ from monitor.store.claims import claim_ids_with_prefix, lines_of_claim
 from monitor.store.db import Store
 from monitor.store.models import Claim
 from monitor.store.verdicts import verdict_history
-from monitor.verdicts.rollup import CurrentVerdict, claim_dates, load_evidence
+from monitor.verdicts.rollup import CurrentVerdict, claim_dates, load_evidence, stored_outcome
 from monitor.verdicts.rules import (
     COUNTS,
     SOURCE,
+    UNTESTED,
     WAITS,
     WITHHELD,
     EvidenceItem,
     EvidenceSummary,
     Outcome,
     Thresholds,
-    decide,
     evidence_cutoff,
     standing,
 )
@@ -84,22 +84,32 @@ class ClaimDetail:
     evidence: list[EvidenceLine] = field(default_factory=list)
     history: list[HistoryLine] = field(default_factory=list)
     for_review: int = 0
-    summary: EvidenceSummary = field(default_factory=EvidenceSummary)
+    summary: EvidenceSummary | None = None  # None: no verdict computed yet, so nothing summarised
+
+    @property
+    def evidence_sentence(self) -> str:
+        if self.summary is None:
+            return "not summarised yet: no verdict computed (run `monitor verdicts`)"
+        return self.summary.sentence()
 
 
-def _note(item: EvidenceItem, outcome: Outcome) -> str:
+def _note(item: EvidenceItem, outcome: Outcome | None) -> str:
     """Why a counted item deserves a look, or who decided it."""
     if item.reviewed:
         said = f" (the judge said {item.model_label})" if item.model_label != item.label else ""
         decisive = ", decisive" if item.decisive else ""
         return f"{item.review} by a curator{decisive}{said}"
-    if item in outcome.for_review:
+    if outcome is not None and item in outcome.for_review:
         return "for review: not strong enough to overturn"
     return ""
 
 
 def claim_detail(store: Store, settings: Settings, claim_id: str) -> ClaimDetail:
-    """A claim's text, date, lines, evidence (counted or not, and why) and verdict history."""
+    """A claim's text, date, lines, evidence (counted or not, and why) and verdict history.
+
+    Its status, summary and what is for review are the verdicts stage's stored outcome at the current
+    verdict's date (the one computation the verdict table prints); each assessment's standing is
+    rule 1 on it as it is now."""
     th = Thresholds.from_settings(settings.verdicts)
     with store.session() as s:
         claim = s.get(Claim, claim_id)
@@ -121,7 +131,7 @@ def claim_detail(store: Store, settings: Settings, claim_id: str) -> ClaimDetail
         rows = verdict_history(s, claim.id)
         # As of the current verdict's date: the evidence the verdict table summarises, no other.
         as_of = rows[-1].as_of if rows else None
-        outcome = decide(items, th, date, as_of)
+        outcome = stored_outcome(s, claim.id, as_of) if as_of is not None else None
         history = [HistoryLine(v.as_of, v.status, v.changed, v.summary) for v in rows]
         detail = ClaimDetail(
             id=claim.id,
@@ -130,10 +140,10 @@ def claim_detail(store: Store, settings: Settings, claim_id: str) -> ClaimDetail
             cutoff=cutoff,
             retired=claim.retired_at is not None,
             lines=lines,
-            status=history[-1].status if history else outcome.status,
+            status=history[-1].status if history else UNTESTED,
             history=history,
-            for_review=len(outcome.for_review),
-            summary=outcome.summary,
+            for_review=len(outcome.for_review) if outcome is not None else 0,
+            summary=outcome.summary if outcome is not None else None,
         )
     for item in sorted(items, key=lambda i: i.published or dt.date.min, reverse=True):
         kind, why = standing(item, cutoff, as_of, th)
@@ -155,7 +165,7 @@ def print_claim(console: Console, d: ClaimDetail) -> None:
     console.print(f"date: {escape(d.date_text or 'undated')}  (counts {cutoff})")
     for line_id, question in d.lines:
         console.print(f"line {escape(line_id)}: {escape(plain_text(question))}", soft_wrap=True)
-    console.print(f"evidence: {escape(d.summary.sentence())}", soft_wrap=True)
+    console.print(f"evidence: {escape(d.evidence_sentence)}", soft_wrap=True)
     relevant = [e for e in d.evidence if e.item.label != "UNRELATED"]
     unrelated = len(d.evidence) - len(relevant)
     if relevant:

@@ -26,7 +26,13 @@ from monitor.store.papers import abstracts_of, get_paper
 from monitor.store.reviews import Decision, decisions_in_force
 from monitor.store.rewordings import wording_history
 from monitor.store.verdicts import verdict_history
-from monitor.verdicts.rollup import CurrentVerdict, claim_dates, current_verdicts, load_evidence
+from monitor.verdicts.rollup import (
+    CurrentVerdict,
+    claim_dates,
+    current_verdicts,
+    load_evidence,
+    shown_outcomes,
+)
 from monitor.verdicts.rules import (
     COUNTS,
     STANCES,
@@ -94,17 +100,18 @@ def _period(store: Store) -> Period | None:
 def board(store: Store, settings: Settings, filters: Filters) -> Board:
     verdicts = current_verdicts(store)
     period = _period(store)
-    waiting, found = queue_overview(store, settings)
+    waiting = queue_overview(store, settings)
     with store.session() as s:
         claims = {c.id: c for c in active_claims(s)}
         lines = sorted((line.id, line.question) for line in active_lines(s))
+        found = shown_outcomes(s, verdicts)  # what each row's verdict rests on, as stored
     rows = []
     for v in verdicts:
-        outcome = found[v.claim_id]
-        new = len(counting_between(outcome, period.start, period.end)) if period else 0
-        rows.append(
-            BoardRow(v, claims[v.claim_id].date_start is not None, outcome.strength, new, waiting[v.claim_id])
-        )
+        outcome = found.get(v.claim_id)
+        new = len(counting_between(outcome, period.start, period.end)) if period and outcome else 0
+        strength = outcome.strength if outcome is not None else {}
+        dated = claims[v.claim_id].date_start is not None
+        rows.append(BoardRow(v, dated, strength, new, waiting[v.claim_id]))
     kept = [r for r in rows if filters.keeps(r)]
     return Board(kept, len(rows), lines, period, sum(waiting.values()))
 
