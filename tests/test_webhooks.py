@@ -273,12 +273,14 @@ def test_monitor_run_posts_each_recent_digest_once(lite, server, tmp_path) -> No
     sample(World(lite))
     settings = hook_settings(tmp_path, {"kind": "json", "url": hook_url(server)})
     with recorded_run(lite, "run") as run:
-        write_digest(lite, settings, "2026-W11", run=run)
-        assert len(webhook_step(lite, settings, run)) == 1
+        write_digest(lite, settings, "2026-W11", run_id=run.id)
+        posted = webhook_step(lite, settings)
+        run.record(posted)  # what pipeline.Steps does with a step's result
+        assert len(posted.digest_ids) == 1
         assert run.counts["webhooks"] == {"posted": 1, "periods": ["2026-W11"]}
     with recorded_run(lite, "run") as rerun:
-        write_digest(lite, settings, "2026-W11", run=rerun)
-        assert webhook_step(lite, settings, rerun) == []
+        write_digest(lite, settings, "2026-W11", run_id=rerun.id)
+        assert webhook_step(lite, settings).digest_ids == []
     assert len(server.requests) == 1
 
 

@@ -88,8 +88,9 @@ def report_command(
     with recorded_run(app_ctx.existing_store, "report") as run:
         store = app_ctx.store
         chosen = choose_period(store, period or settings.report.period, day(since), day(until))
-        asked = ask_step(store, settings, run, chosen)
-        result = report_step(store, settings, run, chosen, asked, formats)
+        asked = ask_step(store, settings, run.id, chosen)
+        run.record(asked)
+        result = report_step(store, settings, run.id, chosen, asked, formats)
         run.record(result)
         mail = email or settings.report.email
         result.sent, result.posted = deliver_digest(
