@@ -404,6 +404,41 @@ def test_timeouts_halve_the_requests_in_flight_down_to_one(store: Store, llm: Sc
     assert any("lowered from 2 to 1" in w for w in warnings)
 
 
+class DiskFull(Exception):
+    """What the database says when the second assessment cannot be written (test_a_judge_that_fails...)."""
+
+
+def test_a_judge_that_fails_mid_run_leaves_what_it_judged_and_spent_on_the_run(
+    store: Store, llm: ScriptedLLM
+) -> None:
+    """The stage returns its summary to the caller, and a failure carries it instead
+    (runs.partial_on_failure): the run row still says what was judged and what the calls cost."""
+    from sqlalchemy import event
+
+    seed(store, papers=2, claims=1)
+    llm.default = answering("RELAXES")
+    inserts = {"n": 0}
+
+    def second_assessment_fails(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if statement.startswith("INSERT INTO assessments"):
+            inserts["n"] += 1
+            if inserts["n"] == 2:
+                raise DiskFull("no space left on device")
+
+    event.listen(store.engine, "before_cursor_execute", second_assessment_fails)
+    try:
+        with pytest.raises(DiskFull), recorded_run(store, "judge") as run:
+            run.record(judge_pending(store, settings_for(llm, concurrency=1), run_id=run.id))
+    finally:
+        event.remove(store.engine, "before_cursor_execute", second_assessment_fails)
+    with store.session() as s:
+        row = s.get(Run, run.id)
+    assert len(llm.chat_requests()) == 2 and len(assessments(store)) == 1
+    assert row.status == "failed" and row.errors[-1] == "DiskFull: no space left on device"
+    assert row.counts["judge"]["judged"] == 1 and row.counts["judge"]["calls"] == 2
+    assert row.tokens == row.counts["judge"]["tokens"] == 240
+
+
 def closed_port_url() -> str:
     """A base URL nothing listens on: a port the OS just handed out and took back."""
     with socket.socket() as sock:
