@@ -160,7 +160,7 @@ def test_multipart_digest_is_sent_once_per_period_and_force_resends(store, smtp,
     box = Mailbox()
     settings = mail_settings(tmp_path, smtp(box))
     result = write_digest(store, settings, "2026-W11")
-    assert email_step(store, settings, None, [result.digest_id]) == [result.digest_id]
+    assert email_step(store, settings, [result.digest_id]).digest_ids == [result.digest_id]
     [(rcpts, msg)] = box.messages
     assert rcpts == ["ana@example.org", "bo@example.org"]
     assert msg["To"] == "ana@example.org, bo@example.org" and msg["From"] == "monitor@example.org"
@@ -176,7 +176,7 @@ def test_multipart_digest_is_sent_once_per_period_and_force_resends(store, smtp,
     assert when is not None and recipients == ["ana@example.org", "bo@example.org"]
     # Same period again: not sent twice, even after a re-render.
     again = write_digest(store, settings, "2026-W11")
-    assert email_step(store, settings, None, [again.digest_id]) == []
+    assert email_step(store, settings, [again.digest_id]).digest_ids == []
     assert send_digest(store, settings, result.digest_id) is False
     assert len(box.messages) == 1
     assert send_digest(store, settings, result.digest_id, force=True) is True
@@ -379,5 +379,5 @@ def test_writing_a_digest_never_mails_it(store, smtp, tmp_path) -> None:
     settings.report.email = True
     result = write_digest(store, settings, "2026-W11")
     assert box.messages == [] and sent_at(store, result.digest_id)[0] is None
-    assert email_step(store, settings, None, [result.digest_id]) == [result.digest_id]
+    assert email_step(store, settings, [result.digest_id]).digest_ids == [result.digest_id]
     assert len(box.messages) == 1

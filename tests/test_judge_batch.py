@@ -42,7 +42,8 @@ def test_submit_poll_collect(store: Store, llm: ScriptedLLM) -> None:
 
     llm.batches.ready = True
     with recorded_run(store, "judge") as run:
-        done = run_batch(store, settings, judge, run=run)
+        done = run_batch(store, settings, judge, run_id=run.id)
+        run.record(done)
     assert (done.batches_collected, done.judged, done.labels["RELAXES"], done.errors) == (1, 4, 4, 0)
     assert done.calls == 2 and done.prompt_tokens == 200
     assert done.cost_estimate == pytest.approx((200 * 0.15 + 40 * 0.60) / 1e6 / 2)

@@ -89,7 +89,8 @@ def test_runner_against_llama_cpp(store: Store, llama_server: LlamaServer) -> No
             s.add(Candidate(arxiv_id="2504.00001", version=1, claim_id=claim_id, score=1.0, method="test"))
     settings = Settings(judge=judge_settings(llama_server, provider="openai"))
     with recorded_run(store, "judge") as run:
-        summary = judge_pending(store, settings, run=run)
+        summary = judge_pending(store, settings, run_id=run.id)
+        run.record(summary)
     # Both claims of the paper in one call, after the json_schema probe that llama.cpp refuses.
     assert summary.pending == 2 and summary.judged + summary.errors == 2
     assert summary.prompt_tokens > 0 and run.tokens == summary.tokens

@@ -120,7 +120,8 @@ def test_judges_once_and_caches(store: Store, llm: ScriptedLLM) -> None:
     llm.default = answering("RELAXES")
     settings = settings_for(llm)
     with recorded_run(store, "judge") as run:
-        summary = judge_pending(store, settings, run=run)
+        summary = judge_pending(store, settings, run_id=run.id)
+        run.record(summary)
     assert (summary.pending, summary.judged, summary.calls, summary.errors) == (6, 6, 2, 0)
     assert summary.labels["RELAXES"] == 6 and summary.ungrounded == 0
     assert summary.prompt_tokens == 200 and summary.completion_tokens == 40
@@ -210,7 +211,8 @@ def test_failed_pairs_stay_pending_and_a_rerun_finishes(store: Store, llm: Scrip
 
     llm.default = flaky
     with recorded_run(store, "judge") as run:
-        first = judge_pending(store, settings_for(llm, concurrency=1), run=run)
+        first = judge_pending(store, settings_for(llm, concurrency=1), run_id=run.id)
+        run.record(first)
     assert (first.judged, first.errors) == (2, 1)
     assert "refused" in first.error_messages[0]
     with store.session() as s:
@@ -390,7 +392,8 @@ def test_timeouts_halve_the_requests_in_flight_down_to_one(store: Store, llm: Sc
     llm.default = one_slot
     settings = settings_for(llm, concurrency=4, timeout_seconds=0.4, max_retries=2)
     with recorded_run(store, "judge") as run:
-        summary = judge_pending(store, settings, run=run)
+        summary = judge_pending(store, settings, run_id=run.id)
+        run.record(summary)
     assert (summary.judged, summary.errors) == (8, 0)
     later = [r.at for r in llm.chat_requests()[4:]]
     # After the timeouts one request is in flight at a time: each starts after the last was answered.
@@ -399,6 +402,41 @@ def test_timeouts_halve_the_requests_in_flight_down_to_one(store: Store, llm: Sc
         warnings = s.get(Run, run.id).warnings
     assert any("lowered from 4 to 2" in w for w in warnings)
     assert any("lowered from 2 to 1" in w for w in warnings)
+
+
+class DiskFull(Exception):
+    """What the database says when the second assessment cannot be written (test_a_judge_that_fails...)."""
+
+
+def test_a_judge_that_fails_mid_run_leaves_what_it_judged_and_spent_on_the_run(
+    store: Store, llm: ScriptedLLM
+) -> None:
+    """The stage returns its summary to the caller, and a failure carries it instead
+    (runs.partial_on_failure): the run row still says what was judged and what the calls cost."""
+    from sqlalchemy import event
+
+    seed(store, papers=2, claims=1)
+    llm.default = answering("RELAXES")
+    inserts = {"n": 0}
+
+    def second_assessment_fails(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if statement.startswith("INSERT INTO assessments"):
+            inserts["n"] += 1
+            if inserts["n"] == 2:
+                raise DiskFull("no space left on device")
+
+    event.listen(store.engine, "before_cursor_execute", second_assessment_fails)
+    try:
+        with pytest.raises(DiskFull), recorded_run(store, "judge") as run:
+            run.record(judge_pending(store, settings_for(llm, concurrency=1), run_id=run.id))
+    finally:
+        event.remove(store.engine, "before_cursor_execute", second_assessment_fails)
+    with store.session() as s:
+        row = s.get(Run, run.id)
+    assert len(llm.chat_requests()) == 2 and len(assessments(store)) == 1
+    assert row.status == "failed" and row.errors[-1] == "DiskFull: no space left on device"
+    assert row.counts["judge"]["judged"] == 1 and row.counts["judge"]["calls"] == 2
+    assert row.tokens == row.counts["judge"]["tokens"] == 240
 
 
 def closed_port_url() -> str:
@@ -414,7 +452,8 @@ def test_an_unreachable_server_stops_the_run_and_a_rerun_finishes(store: Store, 
     dead = closed_port_url()
     settings = settings_for(llm, base_url=dead, concurrency=1, max_retries=4)
     with recorded_run(store, "judge") as run:
-        summary = judge_pending(store, settings, run=run)
+        summary = judge_pending(store, settings, run_id=run.id)
+        run.record(summary)
     assert summary.judge_unavailable and summary.judged == 0
     assert f"cannot reach the judge server at {dead}" in summary.unavailable_reason
     assert "sk-runner-test" not in summary.unavailable_reason
@@ -437,7 +476,8 @@ def test_a_pair_that_keeps_failing_is_parked_then_retried_by_a_retest(
     settings = settings_for(llm, park_after_failures=3)
     for attempt in range(1, 4):
         with recorded_run(store, "judge") as run:
-            summary = judge_pending(store, settings, run=run)
+            summary = judge_pending(store, settings, run_id=run.id)
+            run.record(summary)
         assert (summary.judged, summary.errors, summary.newly_parked) == (0, 1, int(attempt == 3))
     assert len(llm.chat_requests()) == 6  # each run: the question and one corrective turn
     with store.session() as s:

@@ -188,7 +188,8 @@ def test_a_huge_abstract_is_capped_and_the_budget_counts_the_local_estimate(
         tmp_path, sqlite_url, judge=judge_options(llm, response_format="json_schema", token_budget=20_000)
     )
     with recorded_run(store, "judge") as run:
-        summary = judge_pending(store, settings, run=run)
+        summary = judge_pending(store, settings, run_id=run.id)
+        run.record(summary)
     assert summary.judged == 1 and not summary.budget_exhausted
     (request,) = llm.chat_requests()
     user = request.body["messages"][1]["content"]

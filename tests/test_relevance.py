@@ -283,7 +283,7 @@ def test_stop_request_ends_after_the_batch_in_hand(store) -> None:
     settings = settings_for(batch_size=4)
     with recorded_run(store, "relevance") as run:
         run.stop.set()
-        first = select_candidates(store, settings, run=run)
+        first = select_candidates(store, settings, run_id=run.id, should_stop=run.should_stop)
         run.record(first)  # the stage returns its counts; the caller records them
     assert first.papers_scanned == 4 and run.counts["relevance"]["papers_scanned"] == 4
     rest = select_candidates(store, settings)

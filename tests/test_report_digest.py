@@ -219,7 +219,7 @@ def test_reporting_a_snapshot_stores_last_week_is_information_not_a_warning(
     World(store).paper("2608.00001", "Old snapshot paper", published=dt.date(2026, 8, 21))
     caplog.set_level(logging.INFO, logger="monitor")
     with recorded_run(store, "report") as run:
-        result = write_digest(store, settings_for(tmp_path), run=run, today=dt.date(2026, 11, 22))
+        result = write_digest(store, settings_for(tmp_path), run_id=run.id, today=dt.date(2026, 11, 22))
     assert result.period.key == "2026-W34"
     notes = [r for r in caplog.records if "reporting the period that holds it" in r.getMessage()]
     assert [r.levelno for r in notes] == [logging.INFO]

@@ -130,7 +130,9 @@ def test_a_failed_call_says_so_and_is_logged_on_the_run(lite, llm, reply) -> Non
     llm.replies = [reply] * 4  # every request form, and the corrective turn, fail alike
     settings = llm_settings(llm)
     run = start_run(lite, "report")
-    digest = settled_digest(lite, settings, WEEK, ask_before_digest(lite, settings, WEEK, run))
+    asked = ask_before_digest(lite, settings, WEEK, run.id)
+    run.record(asked)  # what the pipeline's ask step does with the result
+    digest = settled_digest(lite, settings, WEEK, asked)
     rl = next(line for line in digest.lines if line.id == "rl")
     assert rl.questions.state == "failed"
     assert "The LLM call failed" in render(digest, "md", settings)
@@ -148,7 +150,9 @@ def test_a_small_models_plain_answer_gets_a_corrective_turn_under_a_schema(lite,
     llm.replies = [(200, "1. What limits RL now? 2. Does calibration survive?")]
     settings = llm_settings(llm)
     run = start_run(lite, "report")
-    digest = settled_digest(lite, settings, WEEK, ask_before_digest(lite, settings, WEEK, run))
+    asked = ask_before_digest(lite, settings, WEEK, run.id)
+    run.record(asked)  # what the pipeline's ask step does with the result
+    digest = settled_digest(lite, settings, WEEK, asked)
     rl = next(line for line in digest.lines if line.id == "rl")
     assert rl.questions.state == "ok" and rl.questions.questions == ANSWER["questions"]
     first, second = llm.requests
@@ -224,7 +228,8 @@ def test_the_digest_asks_nothing_and_the_ask_step_records_on_the_run(lite, llm) 
         "no_evidence",
     }
     run = start_run(lite, "report")
-    asked = ask_before_digest(lite, settings, WEEK, run)
+    asked = ask_before_digest(lite, settings, WEEK, run.id)
+    run.record(asked)
     assert len(llm.requests) == 1 and asked.questions["rl"].state == "ok"
     assert run.counts["asks"]["questions"] == {"no_evidence": 1, "ok": 1}
     # Read back without asking: the stored answer, no further call.

@@ -83,7 +83,8 @@ def test_window_is_paged_stored_and_refetching_adds_nothing(db_url: str, server:
     total = expected(server)
     assert total > 300
     with recorded_run(store, "fetch") as run:
-        summary = fetch(store, settings, "api", since=WEEK[0], until=WEEK[1], run=run)
+        summary = fetch(store, settings, "api", since=WEEK[0], until=WEEK[1])
+        run.record(summary)
     assert summary.new == total and summary.unchanged == 0
     assert summary.requests == math.ceil(total / 100)
     assert run.counts["fetch"]["new"] == total

@@ -61,7 +61,8 @@ def test_truncated_feed_keeps_exactly_its_complete_entries(db_url: str, server: 
     settings = replay_settings(server, db_url, categories=["cs.AI"])
     store = open_store(db_url)
     with recorded_run(store, "fetch") as run:
-        summary = fetch(store, settings, "rss", run=run)
+        summary = fetch(store, settings, "rss")
+        run.record(summary)
     assert summary.new == complete == papers(store)
     assert summary.truncated and summary.requests == 1
     assert any("truncated" in w for w in run.warnings)
@@ -91,7 +92,8 @@ def test_replace_records_a_version_and_flags_the_paper(db_url: str, server: Arxi
         + "</feed>\n"
     ).encode()
     with recorded_run(store, "fetch") as run:
-        summary = fetch(store, settings, "rss", run=run)
+        summary = fetch(store, settings, "rss")
+        run.record(summary)
     assert (summary.new, summary.updated) == (2, 1)
     assert run.warnings == []
     with store.session() as s:
@@ -117,7 +119,8 @@ def test_empty_feed_warns_only_on_announcement_days(
     server.feeds["/atom/cs.AI"] = (HEAD.format(updated=updated) + "</feed>\n").encode()
     store = open_store(sqlite_url)
     with recorded_run(store, "fetch") as run:
-        summary = fetch(store, replay_settings(server, sqlite_url, categories=["cs.AI"]), "rss", run=run)
+        summary = fetch(store, replay_settings(server, sqlite_url, categories=["cs.AI"]), "rss")
+        run.record(summary)
     assert summary.new == 0
     assert bool(run.warnings) is is_warning
     assert bool(summary.notes) is not is_warning

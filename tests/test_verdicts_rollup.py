@@ -136,7 +136,7 @@ def test_retired_claims_get_no_verdict_and_run_counts_are_recorded(store) -> Non
     with store.session() as s:
         s.get(Claim, "c_old").retired_at = utcnow()
     with recorded_run(store, "verdicts") as run:
-        changes = compute_verdicts(store, trusted_settings(), run=run)
+        changes = compute_verdicts(store, trusted_settings(), run_id=run.id)
         run.record(changes)  # the stage returns its counts; the caller records them
     assert [c.claim_id for c in changes] == ["c1"]
     with store.session() as s:

@@ -273,13 +273,36 @@ def test_monitor_run_posts_each_recent_digest_once(lite, server, tmp_path) -> No
     sample(World(lite))
     settings = hook_settings(tmp_path, {"kind": "json", "url": hook_url(server)})
     with recorded_run(lite, "run") as run:
-        write_digest(lite, settings, "2026-W11", run=run)
-        assert len(webhook_step(lite, settings, run)) == 1
+        write_digest(lite, settings, "2026-W11", run_id=run.id)
+        posted = webhook_step(lite, settings)
+        run.record(posted)  # what pipeline.Steps does with a step's result
+        assert len(posted.digest_ids) == 1
         assert run.counts["webhooks"] == {"posted": 1, "periods": ["2026-W11"]}
     with recorded_run(lite, "run") as rerun:
-        write_digest(lite, settings, "2026-W11", run=rerun)
-        assert webhook_step(lite, settings, rerun) == []
+        write_digest(lite, settings, "2026-W11", run_id=rerun.id)
+        assert webhook_step(lite, settings).digest_ids == []
     assert len(server.requests) == 1
+
+
+def test_a_post_that_fails_still_leaves_what_was_posted_on_the_run(lite, server, tmp_path) -> None:
+    """webhook_step tries every due digest, then raises; what it posted before is carried on the error
+    (runs.partial_on_failure) and the run row keeps it as its `webhooks` counts."""
+    from monitor.schedule.pipeline import webhook_step
+    from monitor.store.records import Run
+    from monitor.store.runs import recorded_run
+
+    sample(World(lite))
+    answers = iter([Reply(200, "ok"), Reply(400, "no")])
+    server.default = lambda _request: next(answers)
+    settings = hook_settings(tmp_path, {"kind": "json", "url": hook_url(server)})
+    with pytest.raises(DeliveryError), recorded_run(lite, "run") as run:
+        first = write_digest(lite, settings, "2026-W10", run_id=run.id)
+        write_digest(lite, settings, "2026-W11", run_id=run.id)
+        webhook_step(lite, settings)
+    assert len(server.requests) == 2 and posted(lite, first.digest_id)
+    with lite.session() as s:
+        row = s.get(Run, run.id)
+        assert row.status == "failed" and row.counts["webhooks"] == {"posted": 1, "periods": ["2026-W10"]}
 
 
 def test_cli_notify_a_400_exits_8_keeps_the_digest_and_never_shows_the_url(

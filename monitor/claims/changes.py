@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, ClassVar
+
+from monitor.store.runs import StageNotes
 
 
 @dataclass
@@ -15,7 +17,10 @@ class FileOutcome:
 
 @dataclass
 class ImportReport:
-    """What an import changed. `changed` is False when the store already matched the files."""
+    """What an import changed. `changed` is False when the store already matched the files.
+    Recorded on a run as `claims` (StageCounts)."""
+
+    stage: ClassVar[str] = "claims"
 
     files: list[FileOutcome] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
@@ -64,6 +69,12 @@ class ImportReport:
             "anchors_retired": len(self.anchors_retired),
             **{f"active_{k}": v for k, v in self.totals.items()},
         }
+
+    def stage_counts(self) -> dict[str, int]:
+        return self.counts()
+
+    def stage_notes(self) -> StageNotes:
+        return StageNotes(warnings=list(self.warnings))
 
     def as_dict(self) -> dict[str, Any]:
         return {"changed": self.changed, **asdict(self)}

@@ -42,7 +42,6 @@ from monitor.store.claims import active_totals
 from monitor.store.db import Store
 from monitor.store.lines import line_source_files, seed_files
 from monitor.store.models import SeedFile, utcnow
-from monitor.store.runs import RunRecord
 
 SEED_SUFFIXES = (".txt",)
 CLAIM_SUFFIXES = SEED_SUFFIXES + USER_SUFFIXES  # what a directory import reads
@@ -130,7 +129,6 @@ def import_claims(
     *,
     prune: bool = False,
     allow_retire: bool = False,
-    run: RunRecord | None = None,
 ) -> ImportReport:
     """Import seed exports and user claim files; one transaction, all or nothing.
 
@@ -163,7 +161,4 @@ def import_claims(
         _seed_files(session, docs, prune, report)
         session.flush()
         report.totals = active_totals(session)
-    if run is not None:
-        run.add("claims", report.counts())
-        run.warnings.extend(report.warnings)
     return report

@@ -33,7 +33,7 @@ def relevance_command(
     # The LLM screen pays for its calls: under the run lock, like `monitor judge`.
     locked = run_lock(store, settings) if settings.relevance.screen == "llm" else nullcontext()
     with locked, recorded_run(store, "relevance") as run:
-        summary = select_candidates(store, settings, run=run, claim_ids=claim or None)
+        summary = select_candidates(store, settings, run.id, run.should_stop, claim_ids=claim or None)
         run.record(summary)
     console.print(
         f"relevance ({summary.method}): {summary.papers_scanned} paper version(s) scanned against "

@@ -30,7 +30,7 @@ def verdicts_command(
     app_ctx = ctx_of(ctx)
     if not no_refresh:
         with recorded_run(app_ctx.existing_store, "verdicts") as run:
-            run.record(compute_verdicts(app_ctx.store, app_ctx.settings, run=run))
+            run.record(compute_verdicts(app_ctx.store, app_ctx.settings, run_id=run.id))
     rows = current_verdicts(app_ctx.existing_store, line_id=line)
     print_verdicts(console, rows, as_json=as_json)
 
@@ -88,9 +88,10 @@ def report_command(
     with recorded_run(app_ctx.existing_store, "report") as run:
         store = app_ctx.store
         chosen = choose_period(store, period or settings.report.period, day(since), day(until))
-        run.record(outcomes_step(store, settings, run, chosen))
-        asked = ask_step(store, settings, run, chosen)
-        result = report_step(store, settings, run, chosen, asked, formats)
+        run.record(outcomes_step(store, settings, run.id, chosen))
+        asked = ask_step(store, settings, run.id, chosen)
+        run.record(asked)
+        result = report_step(store, settings, run.id, chosen, asked, formats)
         run.record(result)
         mail = email or settings.report.email
         result.sent, result.posted = deliver_digest(

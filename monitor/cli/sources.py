@@ -50,9 +50,9 @@ def fetch_command(
             since=since.date() if since else None,
             until=until.date() if until else None,
             categories=category,
-            run=run,
             progress=progress_wanted(),
         )
+        run.record(summary)
     console.print(
         f"fetch {summary.source}: [bold]{summary.new}[/] new, {summary.updated} updated (new version), "
         f"{summary.unchanged} unchanged; {summary.requests} request(s), "
@@ -104,7 +104,8 @@ def anchors_verify_command(
 
     app_ctx = ctx_of(ctx)
     with recorded_run(app_ctx.store, "anchors") as run:
-        report = verify_anchors(app_ctx.store, app_ctx.settings, source=source, run=run)
+        report = verify_anchors(app_ctx.store, app_ctx.settings, source=source)
+        run.record(report)
     table = Table("line", "arXiv id", "status", "cited", "found")
     for check in report.checks:
         style = "green" if check.status == "grounded" else "yellow"

@@ -25,41 +25,43 @@ from monitor.judge.writer import AssessmentWriter
 from monitor.llm.engine import BatchRun
 from monitor.llm.recorder import ExchangeRecorder
 from monitor.store.db import Store
-from monitor.store.runs import RunRecord
+from monitor.store.runs import partial_on_failure
 
 
 def run_batch(
     store: Store,
     settings: Settings,
     judge: Judge,
-    run: RunRecord | None = None,
+    run_id: int | None = None,
     force: bool = False,
     claim_ids: list[str] | None = None,
     wait: bool = False,
 ) -> JudgeSummary:
-    """Collect finished batches, submit what is pending, and (with `wait`) poll until all are in."""
+    """Collect finished batches, submit what is pending, and (with `wait`) poll until all are in.
+    Exchanges and assessments are stored under `run_id`; a failure carries the summary so far."""
     if not (judge.supports_batch and isinstance(judge, OpenAIJudge)):
         raise ConfigError("--batch needs the openai judge provider (the Batch API is OpenAI's)")
     summary = JudgeSummary(judge=judge.name, model=judge.model, prompt_version=judge.prompt_version)
-    recorder = ExchangeRecorder(store, run.id if run else None)
-    writer = AssessmentWriter(store, judge, summary, force, run.id if run else None)
+    recorder = ExchangeRecorder(store, run_id)
+    writer = AssessmentWriter(store, judge, summary, force, run_id)
     engine = BatchRun(store, "judge", judge, writer, recorder, summary)
-    try:
-        engine.collect()
-        units = engine.not_carried(pending_units(store, judge, force=force, claim_ids=claim_ids))
-        summary.pending = sum(len(u.pairs) for u in units)
-        summary.papers = len({u.paper_key for u in units})
-        estimate_judge_units(units, judge.prompts)
-        left = engine.submit(units, settings.llm, run.id if run else None)
-        summary.budget_exhausted = bool(left)
-        summary.not_attempted = sum(len(u.pairs) for u in left)
-        while wait and summary.batches_waiting:
-            time.sleep(settings.llm.batch_poll_seconds)
-            summary.batches_waiting = 0
+    with partial_on_failure(summary):
+        try:
             engine.collect()
-    except openai.APIError as exc:
-        raise JudgeError(f"Batch API: {judge.transport.describe(exc)}") from None
-    finally:
-        # Batch calls cost half, whatever llm.batch says.
-        settle(summary, recorder, settings, judge, run, batch=True)
+            units = engine.not_carried(pending_units(store, judge, force=force, claim_ids=claim_ids))
+            summary.pending = sum(len(u.pairs) for u in units)
+            summary.papers = len({u.paper_key for u in units})
+            estimate_judge_units(units, judge.prompts)
+            left = engine.submit(units, settings.llm, run_id)
+            summary.budget_exhausted = bool(left)
+            summary.not_attempted = sum(len(u.pairs) for u in left)
+            while wait and summary.batches_waiting:
+                time.sleep(settings.llm.batch_poll_seconds)
+                summary.batches_waiting = 0
+                engine.collect()
+        except openai.APIError as exc:
+            raise JudgeError(f"Batch API: {judge.transport.describe(exc)}") from None
+        finally:
+            # Batch calls cost half, whatever llm.batch says.
+            settle(summary, recorder, settings, judge, batch=True)
     return summary

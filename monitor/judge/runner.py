@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 from collections import deque
+from collections.abc import Callable
 
 from monitor.config import Settings
 from monitor.judge.base import Judge
@@ -33,7 +34,7 @@ from monitor.llm.recorder import ExchangeRecorder
 from monitor.llm.units import WorkUnit
 from monitor.progress import progress_bar
 from monitor.store.db import Store
-from monitor.store.runs import RunRecord
+from monitor.store.runs import partial_on_failure
 
 # Units whose papers a judge's `prepare` (the embedded one) encodes together, well under its cache.
 PREPARE_AHEAD = 64
@@ -48,7 +49,8 @@ def judge_pending(
     store: Store,
     settings: Settings,
     judge: Judge | None = None,
-    run: RunRecord | None = None,
+    run_id: int | None = None,
+    should_stop: Callable[[], bool] | None = None,
     force: bool = False,
     claim_ids: list[str] | None = None,
     since: dt.date | None = None,
@@ -60,6 +62,8 @@ def judge_pending(
 
     When `settings.llm.token_budget` would be exceeded, no further call is started, what was judged
     is kept, and the summary says `budget_exhausted` (the caller decides whether that is an error).
+    Assessments and exchanges are stored under `run_id`; no call starts once `should_stop()` (the run's
+    stop flag or lost lock) says so. A failure carries the summary so far (`partial_on_failure`).
     """
     if judge is None:
         from monitor.judge.factory import make_judge
@@ -81,18 +85,16 @@ def judge_pending(
     summary.papers = len({(u.paper.arxiv_id, u.paper.version) for u in units})
     estimated = estimate_judge_units(units, judge.prompts or load_prompts(settings.judge.prompts_dir))
     if dry_run:
-        return _dry_run(estimated, len(units), settings, judge, summary, run)
+        return _dry_run(estimated, len(units), settings, judge, summary)
 
-    recorder = ExchangeRecorder(store, run.id if run else None)
-    writer = AssessmentWriter(
-        store, judge, summary, force, run.id if run else None, settings.judge.park_after_failures
-    )
-    try:
-        _run_units(units, judge, settings, recorder, writer, progress, run)
-    finally:
-        settle(summary, recorder, settings, judge, run, batch=False)
-        if run is not None:
-            run.warnings.extend(_notes(judge, settings, summary, writer))
+    recorder = ExchangeRecorder(store, run_id)
+    writer = AssessmentWriter(store, judge, summary, force, run_id, settings.judge.park_after_failures)
+    with partial_on_failure(summary):
+        try:
+            _run_units(units, judge, settings, recorder, writer, progress, should_stop)
+        finally:
+            settle(summary, recorder, settings, judge, batch=False)
+            summary.warnings.extend(_notes(judge, settings, summary, writer))
     return summary
 
 
@@ -102,7 +104,6 @@ def _dry_run(
     settings: Settings,
     judge: Judge,
     summary: JudgeSummary,
-    run: RunRecord | None,
 ) -> JudgeSummary:
     """What judging would take: calls, the estimated (prompt, completion) tokens, and their price."""
     summary.calls = calls
@@ -112,8 +113,6 @@ def _dry_run(
         settings, judge, summary.prompt_tokens, summary.completion_tokens, settings.llm.batch
     )
     summary.budget_exhausted = over_budget(settings.llm, summary.tokens)
-    if run is not None:
-        run.add("judge", summary.as_dict())
     return summary
 
 
@@ -139,19 +138,14 @@ def settle(
     recorder: ExchangeRecorder,
     settings: Settings,
     judge: Judge,
-    run: RunRecord | None,
     batch: bool,
 ) -> None:
-    """Copy the recorder's call and token counts into the summary, price them, and add them to the run."""
+    """Copy the recorder's call and token counts into the summary and price them."""
     summary.calls = recorder.calls
     summary.failed_calls = recorder.failed_calls
     summary.prompt_tokens = recorder.prompt_tokens
     summary.completion_tokens = recorder.completion_tokens
     summary.cost_estimate = price(settings, judge, recorder.prompt_tokens, recorder.completion_tokens, batch)
-    if run is not None:
-        run.tokens += recorder.tokens
-        run.add("judge", summary.as_dict())
-        run.errors.extend(summary.error_messages)
 
 
 def _run_units(
@@ -161,7 +155,7 @@ def _run_units(
     recorder: ExchangeRecorder,
     writer: AssessmentWriter,
     progress: bool,
-    run: RunRecord | None,
+    should_stop: Callable[[], bool] | None,
 ) -> None:
     summary = writer.summary
     prepared: set[tuple[str, int]] = set()
@@ -184,7 +178,7 @@ def _run_units(
             recorder=recorder,
             workers=min(settings.llm.concurrency, judge.max_concurrency),
             name="judge",
-            should_stop=run.should_stop if run else None,
+            should_stop=should_stop,
             before=before,
             advance=advance,
         )

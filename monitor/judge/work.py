@@ -13,7 +13,7 @@ import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from monitor.claims.ids import text_hash
 from monitor.judge.base import LABELS, Judge
@@ -25,6 +25,7 @@ from monitor.store.assessments import judged_keys
 from monitor.store.candidates import pairs_to_judge
 from monitor.store.db import Store
 from monitor.store.failures import parked_keys
+from monitor.store.runs import StageNotes
 
 # Rough size of one claim's answer, for estimates before anything is called.
 COMPLETION_TOKENS_PER_CLAIM = 120
@@ -40,7 +41,10 @@ def cache_key(
 
 @dataclass
 class JudgeSummary(CallCounts):
-    """What a judge run did (or, for a dry run, would do) and what it cost."""
+    """What a judge run did (or, for a dry run, would do) and what it cost; recorded on the run as
+    `judge` (StageCounts), with its tokens, error messages and `warnings`."""
+
+    stage: ClassVar[str] = "judge"
 
     judge: str
     model: str
@@ -62,12 +66,22 @@ class JudgeSummary(CallCounts):
     parked: int = 0  # pairs not asked because earlier runs failed on them too often
     newly_parked: int = 0  # pairs this run failed on once too often
     error_messages: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # for the run's warnings, not its counts
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
+        del data["warnings"]
         data["tokens"] = self.tokens
         data["cost_estimate"] = round(self.cost_estimate, 6)
         return data
+
+    def stage_counts(self) -> dict[str, Any]:
+        return self.as_dict()
+
+    def stage_notes(self) -> StageNotes:
+        # A dry run's tokens are an estimate: nothing was spent.
+        spent = 0 if self.dry_run else self.tokens
+        return StageNotes(tokens=spent, warnings=list(self.warnings), errors=list(self.error_messages))
 
 
 def pending_units(

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import openai
 from openai import OpenAI
@@ -44,7 +44,7 @@ from monitor.llm.transport import ChatTransport, Mode, Question
 from monitor.llm.units import CallCounts, Pair, WorkUnit, estimate_units, group_units
 from monitor.store import Store
 from monitor.store.candidates import count_screen_pending, pairs_to_screen, save_screen_answer
-from monitor.store.runs import RunRecord
+from monitor.store.runs import StageNotes
 
 TEMPLATE_NAMES = ("screen_system.j2", "screen_user.j2", "screen_correction.j2")
 
@@ -158,7 +158,9 @@ class LLMScreen:
 
 @dataclass
 class ScreenSummary(CallCounts):
-    """What one screening pass did."""
+    """What one screening pass did (recorded on the run as `screen`, within relevance's notes)."""
+
+    stage: ClassVar[str] = "screen"
 
     papers: int = 0  # paper versions whose pending pairs were all answered
     kept: int = 0
@@ -174,6 +176,18 @@ class ScreenSummary(CallCounts):
         out["errors"] = self.errors[:10]
         out["seconds"] = round(self.seconds, 2)
         return out
+
+    def stage_counts(self) -> dict[str, object]:
+        return self.as_dict()
+
+    def stage_notes(self) -> StageNotes:
+        warnings: list[str] = []
+        if self.failed_papers:
+            warnings.append(
+                f"relevance screen: {self.failed_papers} paper(s) failed and stay pending "
+                f"(first error: {self.errors[0][:200]})"
+            )
+        return StageNotes(tokens=self.tokens, warnings=warnings)
 
 
 def pending_screen_units(store: Store, per_call: int, claim_ids: list[str] | None) -> list[WorkUnit]:
@@ -237,16 +251,18 @@ class ScreenWriter:
 def screen_pending(
     store: Store,
     settings: Settings,
-    run: RunRecord | None = None,
+    run_id: int | None = None,
+    should_stop: Callable[[], bool] | None = None,
     claim_ids: list[str] | None = None,
     screen: LLMScreen | None = None,
 ) -> ScreenSummary:
     """Screen every pending pair (of `claim_ids`, default all), a paper per call, `llm.concurrency`
-    calls at once; stops cleanly on the run's stop signal or when `llm.token_budget` is spent.
+    calls at once; stops cleanly when `should_stop()` (the run's stop signal) or when `llm.token_budget`
+    is spent. Exchanges are stored under `run_id`.
     With `relevance.screen_batch`, collect finished screen batches and submit the rest instead."""
     began = time.monotonic()
     summary = ScreenSummary()
-    recorder = ExchangeRecorder(store, run.id if run is not None else None)
+    recorder = ExchangeRecorder(store, run_id)
     writer = ScreenWriter(store, summary)
     pending = functools.partial(
         pending_screen_units, store, settings.relevance.screen_claims_per_call, claim_ids
@@ -254,21 +270,13 @@ def screen_pending(
     if settings.relevance.screen_batch:
         _by_batch(store, settings, screen, pending, recorder, writer)
     elif units := pending():
-        _live(settings, screen or LLMScreen(settings), units, recorder, writer, run)
+        _live(settings, screen or LLMScreen(settings), units, recorder, writer, should_stop)
     writer.close()
     summary.calls = recorder.calls
     summary.prompt_tokens, summary.completion_tokens = recorder.prompt_tokens, recorder.completion_tokens
     with store.session() as session:
         summary.pending_left = count_screen_pending(session, claim_ids)
     summary.seconds = time.monotonic() - began
-    if run is not None:
-        run.tokens += recorder.tokens
-        run.add("screen", summary.as_dict())
-        if summary.failed_papers:
-            run.warnings.append(
-                f"relevance screen: {summary.failed_papers} paper(s) failed and stay pending "
-                f"(first error: {summary.errors[0][:200]})"
-            )
     return summary
 
 
@@ -278,7 +286,7 @@ def _live(
     units: list[WorkUnit],
     recorder: ExchangeRecorder,
     writer: ScreenWriter,
-    run: RunRecord | None,
+    should_stop: Callable[[], bool] | None,
 ) -> None:
     estimate_screen_units(units, screen.prompts)
     end = run_live(
@@ -289,7 +297,7 @@ def _live(
         recorder=recorder,
         workers=screen.max_concurrency,
         name="screen",
-        should_stop=run.should_stop if run is not None else None,
+        should_stop=should_stop,
     )
     if end.fatal:
         writer.summary.stopped = "the LLM server refuses requests"

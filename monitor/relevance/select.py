@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import ClassVar
 
@@ -27,14 +27,14 @@ from monitor.config import RelevanceSettings, Settings
 from monitor.progress import progress_bar
 from monitor.relevance.reference import claim_cuts
 from monitor.relevance.scoring import PaperDoc, RelevanceScorer, select_pairs
-from monitor.relevance.screen import screen_pending
+from monitor.relevance.screen import ScreenSummary, screen_pending
 from monitor.relevance.text import ClaimQuery
 from monitor.store import Store
 from monitor.store.candidates import SCREEN_PENDING, add_candidate, candidate_keys
 from monitor.store.claims import active_claims, line_contexts
 from monitor.store.models import PaperVersion
 from monitor.store.papers import count_versions_between, last_version_row, versions_between
-from monitor.store.runs import RunRecord
+from monitor.store.runs import StageNotes
 from monitor.store.scan_marks import scanned_upto, set_scanned_upto
 
 
@@ -49,19 +49,29 @@ class RelevanceSummary:
     candidates_added: int = 0
     method: str = ""
     seconds: float = 0.0
-    screen: dict[str, object] | None = None  # the LLM screen's summary, when relevance.screen = "llm"
+    screened: ScreenSummary | None = None  # the LLM screen's pass, when relevance.screen = "llm"
 
     @property
     def candidates(self) -> int:
         return self.candidates_added
 
+    @property
+    def screen(self) -> dict[str, object] | None:
+        return self.screened.as_dict() if self.screened is not None else None
+
     def as_dict(self) -> dict[str, object]:
         out = asdict(self)
+        del out["screened"]
         out["seconds"] = round(self.seconds, 2)
+        out["screen"] = self.screen
         return out
 
     def stage_counts(self) -> dict[str, object]:
         return self.as_dict()
+
+    def stage_notes(self) -> StageNotes:
+        """The screen's own counts (as `screen`), tokens and warning go on the run too."""
+        return StageNotes(within=[self.screened] if self.screened is not None else [])
 
 
 def load_claim_queries(session: Session, claim_ids: Sequence[str] | None = None) -> list[ClaimQuery]:
@@ -185,19 +195,21 @@ class _Scan:
     seen: np.ndarray
 
 
-def _stopped(run: RunRecord | None) -> bool:
-    return run is not None and run.should_stop()
+def _stopped(should_stop: Callable[[], bool] | None) -> bool:
+    return should_stop is not None and should_stop()
 
 
 def select_candidates(
     store: Store,
     settings: Settings,
-    run: RunRecord | None = None,
+    run_id: int | None = None,
+    should_stop: Callable[[], bool] | None = None,
     claim_ids: Sequence[str] | None = None,
     screen: bool = True,
     progress: bool = False,
 ) -> RelevanceSummary:
-    """Scan paper versions each active claim has not seen yet; write `candidates` for those that pass.
+    """Scan paper versions each active claim has not seen yet; write `candidates` for those that pass
+    (with `run_id`); between batches, stop when `should_stop()` says so (the next run resumes).
 
     With relevance.screen = "llm", new pairs are written pending and then screened, unless `screen`
     is False (a dry run, which must call nothing).
@@ -214,11 +226,12 @@ def select_candidates(
     behind = [c for c in claims if marks[c.claim_id] < top]
     if behind:
         scan = _prepare(store, settings, plan, active, behind, marks)
-        _scan_versions(store, plan, scan, top, run, summary, progress)
-    if plan.screening and screen and not _stopped(run):
+        _scan_versions(store, plan, scan, top, summary, progress, run_id, should_stop)
+    if plan.screening and screen and not _stopped(should_stop):
         # Also picks up pairs a failed or interrupted earlier run left pending.
-        screened = screen_pending(store, settings, run=run, claim_ids=list(claim_ids) if claim_ids else None)
-        summary.screen = screened.as_dict()
+        summary.screened = screen_pending(
+            store, settings, run_id, should_stop, claim_ids=list(claim_ids) if claim_ids else None
+        )
     summary.seconds = time.monotonic() - began
     return summary
 
@@ -244,9 +257,10 @@ def _scan_versions(
     plan: _Plan,
     scan: _Scan,
     top: int,
-    run: RunRecord | None,
     summary: RelevanceSummary,
     progress: bool,
+    run_id: int | None,
+    should_stop: Callable[[], bool] | None,
 ) -> None:
     """Batch by batch from the least-read claim's mark up to `top`: each batch's pairs and marks commit
     together; a stop asked for between batches keeps what is committed, and the next run resumes."""
@@ -259,9 +273,9 @@ def _scan_versions(
                 rows = versions_between(session, after, top, plan.cfg.batch_size)
             if not rows:
                 break
-            after = _scan_batch(store, plan, scan, paper_docs(rows), run, summary)
+            after = _scan_batch(store, plan, scan, paper_docs(rows), run_id, summary)
             advance(len(rows))
-            if _stopped(run):  # a daemon or replay asked to stop: the next run resumes here
+            if _stopped(should_stop):  # a daemon or replay asked to stop: the next run resumes here
                 break
 
 
@@ -270,7 +284,7 @@ def _scan_batch(
     plan: _Plan,
     scan: _Scan,
     papers: list[PaperDoc],
-    run: RunRecord | None,
+    run_id: int | None,
     summary: RelevanceSummary,
 ) -> int:
     """Score one batch, write its pairs and advance the marks in one transaction; the batch's last row id."""
@@ -281,7 +295,7 @@ def _scan_batch(
     upto = int(row_ids[-1])
     with store.session() as session:
         summary.candidates_added += _write(
-            session, scan.behind, papers, pairs, plan.method, run, plan.new_state
+            session, scan.behind, papers, pairs, plan.method, run_id, plan.new_state
         )
         _advance_marks(session, scan.behind, scan.marks, upto)
     summary.papers_scanned += int(eligible.any(axis=0).sum())
@@ -294,7 +308,7 @@ def _write(
     papers: Sequence[PaperDoc],
     pairs: list[tuple[int, int, float]],
     method: str,
-    run: RunRecord | None,
+    run_id: int | None,
     screen: str | None = None,
 ) -> int:
     """Insert the pairs not stored yet (an edited claim keeps its id, so its old candidates stay)."""
@@ -309,6 +323,6 @@ def _write(
         if key in existing:
             continue
         existing.add(key)
-        add_candidate(session, key, round(score, 6), method, run.id if run is not None else None, screen)
+        add_candidate(session, key, round(score, 6), method, run_id, screen)
         added += 1
     return added

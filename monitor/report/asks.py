@@ -4,8 +4,8 @@ The digest itself (gather.py) is a pure reader. This step, which the pipeline ru
 (`schedule/pipeline.py ask_step`) and `monitor report` runs before writing, asks the LLM: a narrowed
 wording for each claim that confirmed RELAXES evidence bounds (stored as an open proposal the digest
 then reads), and two research questions per line (stored as `llm_exchanges` rows an identical request
-reuses; a failure is in the returned `DigestAsks`, which the digest written next shows). The run records
-what asking did (`asks`, and `research` as research.py counts it) and its tokens.
+reuses; a failure is in the returned `DigestAsks`, which the digest written next shows). The caller
+records on the run what asking did (`asks`, and `research` as research.py counts it) and its tokens.
 """
 
 from __future__ import annotations
@@ -16,32 +16,37 @@ from monitor.report.period import Period
 from monitor.report.research import DigestAsks, research_questions
 from monitor.review.rewording import propose_rewordings
 from monitor.store.db import Store
-from monitor.store.runs import RunRecord
+from monitor.store.runs import partial_on_failure
 
 
 def ask_before_digest(
-    store: Store, settings: Settings, period: Period, run: RunRecord | None = None
+    store: Store, settings: Settings, period: Period, run_id: int | None = None
 ) -> DigestAsks:
-    """Propose wordings, then ask each line's research questions, for the digest of `period`."""
+    """Propose wordings, then ask each line's research questions, for the digest of `period`; the LLM
+    exchanges are stored under `run_id`."""
     asked = DigestAsks(period.key)
     # Without an LLM there is nothing to ask: the digest says so itself, without gathering twice.
     if settings.llm_configured():
-        _ask(store, settings, period, run, asked)
-    if run is not None:
-        run.add("asks", asked.as_dict())
+        try:
+            _ask(store, settings, period, run_id, asked)
+        except BaseException:
+            # What asking did and spent before the failure is still the run's (no `asks` counts).
+            with partial_on_failure(asked.stage_notes()):
+                raise
     return asked
 
 
-def _ask(store: Store, settings: Settings, period: Period, run: RunRecord | None, asked: DigestAsks) -> None:
-    settle_period(store, settings, period, run)
+def _ask(store: Store, settings: Settings, period: Period, run_id: int | None, asked: DigestAsks) -> None:
+    settle_period(store, settings, period, run_id)
     digest = gather_digest(store, settings, period)
     due = sorted({c.id for line in digest.lines for c in line.claims if c.conditions})  # claim id order
     if due and settings.llm_configured():
-        done = propose_rewordings(store, settings, due, run.id if run else None)
+        done = propose_rewordings(store, settings, due, run_id)
         asked.wordings_proposed, asked.wordings_failed = len(done.proposed), len(done.failed)
-        if run is not None:
-            run.warnings.extend(f"no proposed wording for {failure}" for failure in done.failed)
+        asked.wording_failures = list(done.failed)
         if done.proposed:  # the questions' prompt shows the claims as the digest will, proposals included
             digest = gather_digest(store, settings, period)
     for line in digest.lines:
-        asked.questions[line.id] = research_questions(store, settings, line, line.detailed, run)
+        asked.questions[line.id] = research_questions(
+            store, settings, line, line.detailed, run_id, asked.research
+        )

@@ -23,7 +23,6 @@ from monitor.report.views import DigestView
 from monitor.store.db import Store
 from monitor.store.digests import save_digest
 from monitor.store.papers import newest_published
-from monitor.store.runs import RunRecord
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +126,7 @@ def write_digest(
     since: dt.date | None = None,
     until: dt.date | None = None,
     formats: list[str] | None = None,
-    run: RunRecord | None = None,
+    run_id: int | None = None,
     today: dt.date | None = None,
     asked: DigestAsks | None = None,
     follow_store: bool = True,
@@ -141,7 +140,7 @@ def write_digest(
     """
     chosen = choose_period(store, period, since, until, today, follow_store)
     wanted = ["md", *[f for f in (formats or settings.report.formats) if f != "md"]]
-    settle_period(store, settings, chosen, run)
+    settle_period(store, settings, chosen, run_id)
     digest = gather_digest(store, settings, chosen, asked)
     stats = digest.summary.as_stats() | {"lines": len(digest.lines)}  # counted before folding
     fold_large_library(digest)
@@ -153,7 +152,7 @@ def write_digest(
         "content_sha256": sha,
         "stats": stats,
         "created_at": digest.generated_at,
-        "run_id": run.id if run else None,
+        "run_id": run_id,
     }
     if "html" in paths:  # an earlier rendering's HTML stays recorded when this one writes none
         fields["html_path"] = str(paths["html"])

@@ -44,7 +44,6 @@ from monitor.store.failures import count_parked
 from monitor.store.lines import active_lines, ungrounded_anchors
 from monitor.store.models import Anchor, Claim, Line
 from monitor.store.papers import abstracts_of, count_first_seen, count_published
-from monitor.store.runs import RunRecord
 from monitor.verdicts.rollup import OutcomeRun, settle_outcomes, stored_outcomes
 from monitor.verdicts.rules import EMBEDDED_JUDGE, STATUSES, EvidenceItem, EvidenceSummary, Outcome
 from monitor.verdicts.sources import anchor_ids_by_claim
@@ -223,11 +222,11 @@ def gather_digest(
 
 
 def settle_period(
-    store: Store, settings: Settings, period: Period, run: RunRecord | None = None
+    store: Store, settings: Settings, period: Period, run_id: int | None = None
 ) -> OutcomeRun:
     """The verdicts stage's outcomes at the period's dates, computed where the evidence changed since
     they were stored: what every caller of `gather_digest` runs first."""
-    return settle_outcomes(store, settings, period.verdict_days, run)
+    return settle_outcomes(store, settings, period.verdict_days, run_id)
 
 
 def _line_views(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from monitor.config import Settings
 from monitor.errors import JudgeError
@@ -26,7 +26,7 @@ from monitor.llm.texts import Exchange, Recorder
 from monitor.llm.transport import ChatTransport, Question
 from monitor.store.db import Store
 from monitor.store.exchanges import answers_for
-from monitor.store.runs import RunRecord
+from monitor.store.runs import StageCounts, StageNotes
 
 log = logging.getLogger(__name__)
 
@@ -46,14 +46,41 @@ class ResearchQuestions:
 
 
 @dataclass
+class ResearchTally:
+    """What asking research questions did, summed over a digest's lines: asked, reused, failed, calls
+    and tokens (only the keys that happened); recorded on the run as `research`, with its tokens and
+    errors."""
+
+    stage: ClassVar[str] = "research"
+
+    counts: dict[str, int] = field(default_factory=dict)
+    tokens: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def add(self, key: str, n: int = 1) -> None:
+        self.counts[key] = self.counts.get(key, 0) + n
+
+    def stage_counts(self) -> dict[str, int]:
+        return dict(self.counts)
+
+    def stage_notes(self) -> StageNotes:
+        return StageNotes(tokens=self.tokens, errors=list(self.errors))
+
+
+@dataclass
 class DigestAsks:
     """What the ask step before a digest did (report/asks.py): each line's research questions, as the
-    digest then shows them, and how many wordings were proposed or could not be."""
+    digest then shows them, and how many wordings were proposed or could not be. Recorded on the run
+    as `asks` (StageCounts), with `research` and a warning per wording not proposed."""
+
+    stage: ClassVar[str] = "asks"
 
     period: str
     questions: dict[str, ResearchQuestions] = field(default_factory=dict)
     wordings_proposed: int = 0
     wordings_failed: int = 0
+    wording_failures: list[str] = field(default_factory=list)
+    research: ResearchTally = field(default_factory=ResearchTally)
 
     def as_dict(self) -> dict[str, Any]:
         states = [q.state for q in self.questions.values()]
@@ -63,6 +90,14 @@ class DigestAsks:
             "wordings_proposed": self.wordings_proposed,
             "wordings_failed": self.wordings_failed,
         }
+
+    def stage_counts(self) -> dict[str, Any]:
+        return self.as_dict()
+
+    def stage_notes(self) -> StageNotes:
+        within: list[StageCounts] = [self.research] if self.research.counts else []
+        warnings = [f"no proposed wording for {failure}" for failure in self.wording_failures]
+        return StageNotes(warnings=warnings, within=within)
 
 
 def not_asked() -> ResearchQuestions:
@@ -163,13 +198,15 @@ def research_questions(
     settings: Settings,
     line: Any,
     claims: list[Any],
-    run: RunRecord | None = None,
+    run_id: int | None = None,
+    tally: ResearchTally | None = None,
     ask: bool = True,
 ) -> ResearchQuestions:
     """Ask the judge's model for two questions about one line, given its claims with new evidence.
 
-    With a run, its counts (`research`), tokens and errors record what asking did. `ask=False` (the
-    digest, a pure reader): an earlier identical request's answer, or `not_asked`; nothing is called.
+    `tally` (the caller's, summed over the digest's lines) gets what asking did: counts, tokens and
+    errors; exchanges are stored under `run_id`. `ask=False` (the digest, a pure reader): an earlier
+    identical request's answer, or `not_asked`; nothing is called.
     """
     if not settings.report.research_questions:
         return ResearchQuestions(
@@ -186,15 +223,14 @@ def research_questions(
     version = templates.version
     prompt = templates.render(TEMPLATE, line=line, claims=[c for c in claims if c.new_evidence])
     key = hashlib.sha256(f"{settings.llm.model}\0{prompt}".encode()).hexdigest()
-    # Summed over the digest's lines: asked, reused, failed, calls, tokens.
-    tally: dict[str, int] = run.counts.setdefault("research", {}) if run is not None else {}
+    tally = tally if tally is not None else ResearchTally()
     cached = _cached(store, version, key)
     if cached is not None:
-        tally["reused"] = tally.get("reused", 0) + 1
+        tally.add("reused")
         return ResearchQuestions("ok", cached, note="reused from an earlier identical request")
     if not ask:
         return not_asked()
-    recorder = ExchangeRecorder(store, run_id=run.id if run else None)
+    recorder = ExchangeRecorder(store, run_id=run_id)
     meta = {"cache_key": key, "purpose": "research_questions", "line": line.id}
 
     def record(exchange: Exchange) -> int | None:
@@ -206,16 +242,14 @@ def research_questions(
     except (JudgeError, ValueError) as exc:  # ValueError: the client's own, for a body it cannot read
         error = str(exc) if isinstance(exc, JudgeError) else f"{exc.__class__.__name__}: {str(exc)[:300]}"
         log.warning("research questions for line %s failed: %s", line.id, error)
-        if run is not None:
-            run.errors.append(f"research questions for line {line.id}: {error}")
-        tally["failed"] = tally.get("failed", 0) + 1
+        tally.errors.append(f"research questions for line {line.id}: {error}")
+        tally.add("failed")
         return ResearchQuestions(
             "failed", note=f"The LLM call failed ({exc.__class__.__name__}); see `monitor runs`."
         )
     finally:
-        tally["asked"] = tally.get("asked", 0) + 1
-        tally["calls"] = tally.get("calls", 0) + recorder.calls
-        tally["tokens"] = tally.get("tokens", 0) + recorder.tokens
-        if run is not None:
-            run.tokens += recorder.tokens
+        tally.add("asked")
+        tally.add("calls", recorder.calls)
+        tally.add("tokens", recorder.tokens)
+        tally.tokens += recorder.tokens
     return ResearchQuestions("ok", questions)

@@ -74,7 +74,7 @@ def judge_once(store: Store, settings: Settings, request: JudgeRequest, stop: St
 
             step(
                 "batches",
-                lambda: run_batch(store, settings, judge, run=run, wait=request.wait, **which),
+                lambda: run_batch(store, settings, judge, run.id, wait=request.wait, **which),
                 shown=lambda result: show("batches", result),
             )
             return
@@ -98,7 +98,7 @@ def _pick(step: Steps, store: Store, settings: Settings, request: JudgeRequest, 
     would cost, but leaves new pairs pending before an LLM screen (it must call nothing)."""
     from monitor.relevance import select_candidates
 
-    step("claims", lambda: sync_claims(store, settings, None))
+    step("claims", lambda: sync_claims(store, settings))
     step(
         "relevance",
         lambda: select_candidates(store, settings, screen=not request.dry_run, progress=request.progress),

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from monitor.config import Settings
 from monitor.errors import BudgetExhausted, JudgeError, LockHeld
@@ -26,15 +26,25 @@ from monitor.schedule.signals import Interrupted, StopFlag
 from monitor.store.db import Store
 from monitor.store.digests import period_keys, unsent_digests
 from monitor.store.models import utcnow
-from monitor.store.runs import RunRecord, StageCounts, run_status, save_progress
+from monitor.store.runs import (
+    RunRecord,
+    StageCounts,
+    StageNotes,
+    partial_on_failure,
+    partial_results,
+    run_status,
+    save_progress,
+)
 from monitor.testhooks import pause_at
 
 if TYPE_CHECKING:
+    from monitor.claims.changes import ImportReport
     from monitor.judge.base import Judge
     from monitor.judge.work import JudgeSummary
     from monitor.relevance import RelevanceSummary
     from monitor.report.period import Period
     from monitor.report.research import DigestAsks
+    from monitor.sources.ingest import FetchSummary
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +89,8 @@ class RunOutcome:
 
 
 class Steps:
-    """Runs named steps in order: pause hooks, stop checks and progress saves around each.
+    """Runs named steps in order: pause hooks, stop checks and progress saves around each, and records
+    on the run what each step's stage returned (StageCounts, StageNotes), or carried on failing.
 
     `run` is None where a command records no run (the relevance part of `monitor judge`).
     """
@@ -93,9 +104,15 @@ class Steps:
         """Run `work`; `shown` gets its result before the stop check, so what finished is printed."""
         pause_at(f"{name}:before")
         started = time.monotonic()
-        result = work()
+        try:
+            result = work()
+        except BaseException as exc:
+            for partial in partial_results(exc):  # what the stage did before it failed
+                if self.run is not None:
+                    self.run.record(partial)
+            raise
         if self.run is not None:
-            if isinstance(result, StageCounts):  # a stage returns its counts; the run records them here
+            if isinstance(result, StageCounts | StageNotes):  # a stage returns its counts; recorded here
                 self.run.record(result)
             self.run.counts.setdefault("seconds", {})[name] = round(time.monotonic() - started, 2)
             save_progress(self.store, self.run)
@@ -162,19 +179,23 @@ def _pipeline(
     store: Store, settings: Settings, opts: RunOptions, run: RunRecord, step: Steps, outcome: RunOutcome
 ) -> None:
     if opts.import_claims:
-        step("claims", lambda: sync_claims(store, settings, run))
+        step("claims", lambda: sync_claims(store, settings))
     if opts.fetch:
         window = {"since": opts.since, "until": opts.until, "progress": opts.progress}
-        step("fetch", lambda: fetch_step(store, settings, run, opts.source, **window))
+        step("fetch", lambda: fetch_step(store, settings, opts.source, **window))
     # On a spent token budget (BudgetExhausted) or a judge that answered nothing (JudgeError), what
     # was judged is kept and verdicts and the digest wait for a run that can finish judging, so a
     # digest is never frozen on half the evidence.
-    period = _scoped_period(store, settings, opts, run)
+    period = _scoped_period(store, settings, opts)
+    scope = JudgeScope(period.key, period.start) if period is not None else None
+    if scope is not None:
+        run.record(scope)
     plan = Assess(again="monitor run", provider=opts.judge, progress=opts.progress)
     plan.since = period.start if period else None
     assess(step, store, settings, plan)
-    if period is not None:
-        _count_unjudged(store, run, period.start)
+    if scope is not None:
+        scope.count_unjudged(store)
+        run.record(scope)
     step("verdicts", lambda: verdicts_step(store, settings, run))
     if not opts.report:
         return
@@ -182,18 +203,16 @@ def _pipeline(
         from monitor.report.digest import choose_period
 
         period = choose_period(store, settings.report.period)
-    step("outcomes", lambda: outcomes_step(store, settings, run, period))
-    asked = step("ask", lambda: ask_step(store, settings, run, period))
-    digest = step("report", lambda: report_step(store, settings, run, period, asked))
+    step("outcomes", lambda: outcomes_step(store, settings, run.id, period))
+    asked = step("ask", lambda: ask_step(store, settings, run.id, period))
+    digest = step("report", lambda: report_step(store, settings, run.id, period, asked))
     outcome.digest_id = digest.digest_id
     outcome.digest_paths = [str(p) for p in digest.paths.values()]
-    deliver(step, store, settings, run, outcome, settings.report.email if opts.email is None else opts.email)
+    deliver(step, store, settings, outcome, settings.report.email if opts.email is None else opts.email)
     check_final(digest)
 
 
-def deliver(
-    step: Steps, store: Store, settings: Settings, run: RunRecord, outcome: RunOutcome, email: bool
-) -> None:
+def deliver(step: Steps, store: Store, settings: Settings, outcome: RunOutcome, email: bool) -> None:
     """Mail the digests due (with `email`), then post them to the configured webhooks: a failure of one
     does not keep the other from going out; DeliveryError (8) after both were tried."""
     from monitor.report.delivery import DeliveryError, raise_failures
@@ -201,12 +220,12 @@ def deliver(
     failures: list[DeliveryError] = []
     if email:
         try:
-            outcome.emailed = step("email", lambda: email_step(store, settings, run))
+            outcome.emailed = step("email", lambda: email_step(store, settings)).digest_ids
         except DeliveryError as exc:
             failures.append(exc)
     if settings.report.webhooks:
         try:
-            outcome.posted = step("webhooks", lambda: webhook_step(store, settings, run))
+            outcome.posted = step("webhooks", lambda: webhook_step(store, settings)).digest_ids
         except DeliveryError as exc:
             failures.append(exc)
     raise_failures(failures)
@@ -227,7 +246,31 @@ def check_final(digest: Any) -> None:
     )
 
 
-def _scoped_period(store: Store, settings: Settings, opts: RunOptions, run: RunRecord) -> Period | None:
+@dataclass
+class JudgeScope:
+    """Which papers `monitor run` judged (`RunOptions.judge_scope`): recorded on the run as `scope`,
+    with the candidate pairs (and papers) published earlier that were left pending."""
+
+    stage: ClassVar[str] = "scope"
+
+    period: str
+    judged_from: dt.date
+    unjudged: tuple[int, int] | None = None  # (pairs, papers), counted after judging
+
+    def count_unjudged(self, store: Store) -> None:
+        from monitor.store.candidates import count_unjudged
+
+        with store.session() as s:
+            self.unjudged = count_unjudged(s, self.judged_from - dt.timedelta(days=1))
+
+    def stage_counts(self) -> dict[str, Any]:
+        counts: dict[str, Any] = {"period": self.period, "judged_from": self.judged_from.isoformat()}
+        if self.unjudged is not None:
+            counts |= {"unjudged_pairs": self.unjudged[0], "unjudged_papers": self.unjudged[1]}
+        return counts
+
+
+def _scoped_period(store: Store, settings: Settings, opts: RunOptions) -> Period | None:
     """The period whose papers `monitor run` judges, which its digest then reports (RunOptions.judge_scope);
     None: every pending pair is judged.
 
@@ -239,18 +282,7 @@ def _scoped_period(store: Store, settings: Settings, opts: RunOptions, run: RunR
     scope = opts.judge_scope or ("period" if opts.fetch and opts.source == "sample" else "all")
     if scope == "all" or not opts.report:
         return None
-    period = reported_period(store, settings.report.period)
-    run.add("scope", {"period": period.key, "judged_from": period.start.isoformat()})
-    return period
-
-
-def _count_unjudged(store: Store, run: RunRecord, judged_from: dt.date) -> None:
-    """Add to the run's scope how many candidate pairs (and papers) published earlier were left pending."""
-    from monitor.store.candidates import count_unjudged
-
-    with store.session() as s:
-        pairs, papers = count_unjudged(s, judged_from - dt.timedelta(days=1))
-    run.counts["scope"] |= {"unjudged_pairs": pairs, "unjudged_papers": papers}
+    return reported_period(store, settings.report.period)
 
 
 def assess(
@@ -263,7 +295,9 @@ def assess(
     assert run is not None  # judging is always recorded
     picked = step(
         "relevance",
-        lambda: select_candidates(store, settings, run=run, claim_ids=plan.claim_ids, progress=plan.progress),
+        lambda: select_candidates(
+            store, settings, run.id, run.should_stop, claim_ids=plan.claim_ids, progress=plan.progress
+        ),
     )
     which = {"force": plan.force, "claim_ids": plan.claim_ids, "since": plan.since, "progress": plan.progress}
     judged = step(
@@ -285,24 +319,24 @@ def assess(
 # --- the steps ----------------------------------------------------------------------------------
 
 
-def sync_claims(store: Store, settings: Settings, run: RunRecord | None) -> Any:
-    """Import the claim files, or, when there are none, go on with the claims already stored."""
+def sync_claims(store: Store, settings: Settings) -> ImportReport | StageNotes:
+    """Import the claim files, or, when there are none, go on with the claims already stored (and say
+    so in the run's warnings)."""
     from monitor.claims.importer import default_paths, import_claims
 
     # Claims may have been imported by hand (`monitor seeds import FILE`) with no seeds directory
     # configured; then run, retest and replay work with what the store holds.
     if not any(Path(p).exists() for p in default_paths(settings)):
-        if run is not None:
-            run.warnings.append("no seeds directory or claims file found; using the claims already stored")
-        return None
-    return import_claims(store, settings, run=run)
+        missing = "no seeds directory or claims file found; using the claims already stored"
+        return StageNotes(warnings=[missing])
+    return import_claims(store, settings)
 
 
-def fetch_step(store: Store, settings: Settings, run: RunRecord, source: str, **window: Any) -> Any:
+def fetch_step(store: Store, settings: Settings, source: str, **window: Any) -> FetchSummary:
     """Fetch from `source`; `window` is since, until and progress."""
     from monitor.sources.ingest import fetch
 
-    return fetch(store, settings, source=source, run=run, **window)
+    return fetch(store, settings, source=source, **window)
 
 
 def judge_step(
@@ -331,9 +365,16 @@ def judge_step(
     if budget is not None and spent:
         left = settings.llm.model_copy(update={"token_budget": max(0, budget - spent)})
         scoped = settings.model_copy(update={"llm": left})
-    summary = judge_pending(store, scoped, judge=judge, run=run, **which)
+    summary = judge_pending(store, scoped, judge, run.id, run.should_stop, **which)
     if shown is not None:
         shown(summary)
+    with partial_on_failure(summary):  # a judge that stops or fails still has its work recorded
+        _check_finished(summary, settings, run, again)
+    return summary
+
+
+def _check_finished(summary: JudgeSummary, settings: Settings, run: RunRecord, again: str) -> None:
+    """LockHeld for a run that lost its lock, as `check_judged` says, or Interrupted for a stop."""
     if run.lost_lock():  # suspended past the staleness limit and taken over: the taker judges the rest
         raise LockHeld(
             f"the run lock was taken over by another run while judging; stopped before the next call "
@@ -342,7 +383,6 @@ def judge_step(
     check_judged(summary, settings, again)
     if run.should_stop():  # SIGTERM/SIGINT: the judge started no further call; the rest stays pending
         raise Interrupted(f"stopped while judging; finished work is kept, run `{again}` again to go on")
-    return summary
 
 
 def check_judged(summary: JudgeSummary, settings: Settings, again: str) -> None:
@@ -365,30 +405,30 @@ def check_judged(summary: JudgeSummary, settings: Settings, again: str) -> None:
 def verdicts_step(store: Store, settings: Settings, run: RunRecord, as_of: dt.date | None = None) -> Any:
     from monitor.verdicts.rollup import compute_verdicts
 
-    return compute_verdicts(store, settings, as_of=as_of, run=run)
+    return compute_verdicts(store, settings, as_of=as_of, run_id=run.id)
 
 
-def outcomes_step(store: Store, settings: Settings, run: RunRecord | None, period: Period) -> Any:
+def outcomes_step(store: Store, settings: Settings, run_id: int | None, period: Period) -> Any:
     """The verdicts stage's outcomes at the dates the digest of `period` shows, computed where the
     evidence changed since they were stored, before the ask step and the digest read them (the digest
     computes none); recorded on the run as `outcomes`."""
     from monitor.report.gather import settle_period
 
-    return settle_period(store, settings, period, run)
+    return settle_period(store, settings, period, run_id)
 
 
-def ask_step(store: Store, settings: Settings, run: RunRecord | None, period: Period) -> DigestAsks:
+def ask_step(store: Store, settings: Settings, run_id: int | None, period: Period) -> DigestAsks:
     """The LLM work the digest of `period` shows (proposed wordings, research questions), before it is
     written, so the digest is a pure reader; recorded on the run as `asks`."""
     from monitor.report.asks import ask_before_digest
 
-    return ask_before_digest(store, settings, period, run)
+    return ask_before_digest(store, settings, period, run_id)
 
 
 def report_step(
     store: Store,
     settings: Settings,
-    run: RunRecord,
+    run_id: int | None,
     period: Period,
     asked: DigestAsks | None = None,
     formats: list[str] | None = None,
@@ -397,16 +437,41 @@ def report_step(
     from monitor.report.digest import write_digest
 
     # Mail goes out in its own step (email_step), so a crash between writing and sending is caught up.
-    return write_digest(store, settings, period=period, run=run, asked=asked, formats=formats)
+    return write_digest(store, settings, period=period, run_id=run_id, asked=asked, formats=formats)
+
+
+@dataclass
+class Emailed:
+    """The digests `email_step` mailed: recorded on the run as `email` (printed by `monitor run`)."""
+
+    stage: ClassVar[str] = "email"
+
+    digest_ids: list[int]
+    periods: list[str]
+
+    def stage_counts(self) -> dict[str, Any]:
+        return {"sent": len(self.digest_ids), "periods": self.periods}
+
+
+@dataclass
+class Posted:
+    """The digests `webhook_step` posted: recorded on the run as `webhooks` (printed by `monitor run`)."""
+
+    stage: ClassVar[str] = "webhooks"
+
+    digest_ids: list[int]
+    periods: list[str]
+
+    def stage_counts(self) -> dict[str, Any]:
+        return {"posted": len(self.digest_ids), "periods": self.periods}
 
 
 def email_step(
     store: Store,
     settings: Settings,
-    run: RunRecord | None,
     digest_ids: list[int] | None = None,
     force: bool = False,
-) -> list[int]:
+) -> Emailed:
     """The one place a digest is mailed from. Sends `digest_ids` (`monitor report --email`; `force`
     resends one already sent), or else this run's digest and any recent one an earlier, killed run
     wrote but did not send."""
@@ -417,14 +482,12 @@ def email_step(
         if send_digest(store, settings, digest_id, force=force):
             sent.append(digest_id)
     with store.session() as s:
-        periods = period_keys(s, sent)
-    if run is not None:
-        run.counts["email"] = {"sent": len(sent), "periods": periods}  # printed by `monitor run`
-    return sent
+        return Emailed(sent, period_keys(s, sent))
 
 
-def webhook_step(store: Store, settings: Settings, run: RunRecord) -> list[int]:
-    """Post this run's digest, and any recent one not yet posted to every webhook, to report.webhooks."""
+def webhook_step(store: Store, settings: Settings) -> Posted:
+    """Post this run's digest, and any recent one not yet posted to every webhook, to report.webhooks.
+    DeliveryError (8) after all were tried, carrying what was posted."""
     from monitor.report.delivery import DeliveryError, raise_failures
     from monitor.report.webhooks import notify_digest
 
@@ -440,10 +503,10 @@ def webhook_step(store: Store, settings: Settings, run: RunRecord) -> list[int]:
         except DeliveryError as exc:  # the next digest is still tried
             failures.append(exc)
     with store.session() as s:
-        periods = period_keys(s, posted)
-    run.counts["webhooks"] = {"posted": len(posted), "periods": periods}  # printed by `monitor run`
-    raise_failures(failures)
-    return posted
+        result = Posted(posted, period_keys(s, posted))
+    with partial_on_failure(result):
+        raise_failures(failures)
+    return result
 
 
 def deliver_digest(
@@ -466,7 +529,10 @@ def deliver_digest(
     failures: list[DeliveryError] = []
     if email:
         try:
-            sent = email_step(store, settings, run, [digest_id], force=force) != []
+            emailed = email_step(store, settings, [digest_id], force=force)
+            if run is not None:
+                run.record(emailed)
+            sent = emailed.digest_ids != []
         except DeliveryError as exc:
             failures.append(exc)
     if notify:

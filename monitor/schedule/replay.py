@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from monitor.config import Settings
 from monitor.errors import InputError, MonitorError
@@ -76,7 +76,9 @@ class PeriodResult:
 
 @dataclass
 class ReplaySummary:
-    """The whole replay: per-period results and totals."""
+    """The whole replay: per-period results and totals (recorded on the run as `replay`)."""
+
+    stage: ClassVar[str] = "replay"
 
     run_id: int
     source: str
@@ -87,6 +89,9 @@ class ReplaySummary:
     @property
     def papers(self) -> int:
         return sum(p.papers_new for p in self.periods)
+
+    def stage_counts(self) -> dict[str, Any]:
+        return self.as_dict()
 
     @property
     def pairs_judged(self) -> int:
@@ -211,7 +216,7 @@ def replay(
         with locked_run(store, settings, "replay", stop.event, lock) as (run, held, _):
             summary = ReplaySummary(run_id=run.id, source=source, every=every)
             step = Steps(store, run, stop, held)
-            sync_claims(store, settings, run)
+            run.record(sync_claims(store, settings))
             # One plan for every period: its judge is made once, and its `spent` carries the judge
             # tokens of earlier periods, as the token budget is the whole replay's.
             plan = Assess(again="monitor replay", provider=judge)
@@ -221,12 +226,12 @@ def replay(
                 part = parts[period.key] if parts else snapshot
                 result = _replay_period(step, store, settings, period, part, plan)
                 summary.periods.append(result)
-                run.add("replay", summary.as_dict())
+                run.record(summary)
                 save_progress(store, run)
                 if on_period is not None:
                     on_period(result)
             summary.seconds = time.monotonic() - began
-            run.add("replay", summary.as_dict())
+            run.record(summary)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return summary
@@ -242,8 +247,9 @@ def _replay_period(
         result.skipped, result.digest = True, done
         return result
     run, t0 = step.run, time.monotonic()
+    assert run is not None  # a replay is always recorded
     window = {"since": period.start, "until": period.end}
-    result.papers_new = step("fetch", lambda: fetch_step(store, settings, run, str(part), **window)).new
+    result.papers_new = step("fetch", lambda: fetch_step(store, settings, str(part), **window)).new
     # A spent budget, a judge that answered nothing or a stop request raises in `assess`: this period
     # gets no verdicts or digest, so the rerun picks it up again.
     picked, judged = assess(step, store, settings, plan)
@@ -252,9 +258,9 @@ def _replay_period(
     pause_at(f"replay:{period.key}:before_digest")  # test-only crash point
     changes = step("verdicts", lambda: verdicts_step(store, settings, run, as_of=period.end))
     result.verdict_changes = len(changes)
-    step("outcomes", lambda: outcomes_step(store, settings, run, period))
-    asked = step("ask", lambda: ask_step(store, settings, run, period))
-    digest = step("report", lambda: report_step(store, settings, run, period, asked))
+    step("outcomes", lambda: outcomes_step(store, settings, run.id, period))
+    asked = step("ask", lambda: ask_step(store, settings, run.id, period))
+    digest = step("report", lambda: report_step(store, settings, run.id, period, asked))
     result.digest = str(digest.paths.get("md", ""))
     result.seconds = round(time.monotonic() - t0, 2)
     return result

@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from monitor.config import Settings
 from monitor.errors import NotFound
@@ -53,7 +53,10 @@ class RetestRow:
 
 @dataclass
 class RetestResult:
-    """What a retest judged and which verdicts moved."""
+    """What a retest judged and which verdicts moved (recorded on the run as `retest`); `counts`: the
+    run's counts before it."""
+
+    stage: ClassVar[str] = "retest"
 
     run_id: int
     claims: int
@@ -65,6 +68,9 @@ class RetestResult:
     @property
     def changed(self) -> list[RetestRow]:
         return [r for r in self.rows if r.changed]
+
+    def stage_counts(self) -> dict[str, Any]:
+        return {"claims": self.claims, "judged": self.judged, "changed": len(self.changed)}
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -131,7 +137,7 @@ def retest(
     with locked_run(store, settings, "retest", stop.event, lock) as (run, held, _):
         step = Steps(store, run, stop, held)
         before = {v.claim_id: v.status for v in current_verdicts(store)}
-        step("claims", lambda: sync_claims(store, settings, run))
+        step("claims", lambda: sync_claims(store, settings))
         targets = resolve_claims(store, claim_ids, line_id)
         plan = Assess(
             again="monitor retest",
@@ -146,7 +152,7 @@ def retest(
         step("verdicts", lambda: verdicts_step(store, settings, run))
         rows = _compare(store, before, targets)
         result = RetestResult(run.id, len(rows), summary.judged, rows, dict(run.counts))
-        run.add("retest", {"claims": len(rows), "judged": summary.judged, "changed": len(result.changed)})
+        run.record(result)
     result.seconds = time.monotonic() - began
     return result
 

@@ -30,6 +30,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import arxiv
 
@@ -42,7 +43,6 @@ from monitor.sources.files import read_snapshot
 from monitor.store.db import Store
 from monitor.store.lines import active_anchors
 from monitor.store.models import Anchor, utcnow
-from monitor.store.runs import RunRecord
 
 ID_CHUNK = 100
 TITLE_COVERAGE = 0.6
@@ -100,7 +100,9 @@ class AnchorCheck:
 
 @dataclass
 class AnchorReport:
-    """All anchors checked, with the requests it took."""
+    """All anchors checked, with the requests it took (recorded on the run as `anchors`: StageCounts)."""
+
+    stage: ClassVar[str] = "anchors"
 
     checks: list[AnchorCheck] = field(default_factory=list)
     requests: int = 0
@@ -112,6 +114,9 @@ class AnchorReport:
             out[check.status] = out.get(check.status, 0) + 1
         out["requests"] = self.requests
         return out
+
+    def stage_counts(self) -> dict[str, int]:
+        return self.counts()
 
 
 # --- comparison rules ---------------------------------------------------------------------------
@@ -217,9 +222,7 @@ def lookup_snapshot(path: Path, ids: Iterable[str]) -> dict[str, FoundPaper]:
     return {r.arxiv_id: FoundPaper(r.arxiv_id, r.title, r.published) for r in records if r.arxiv_id in wanted}
 
 
-def verify_anchors(
-    store: Store, settings: Settings, source: str | None = None, run: RunRecord | None = None
-) -> AnchorReport:
+def verify_anchors(store: Store, settings: Settings, source: str | None = None) -> AnchorReport:
     """Check every active anchor (online, or against a snapshot file) and store the outcome."""
     with store.session() as s:
         wanted = [(a.id, a.arxiv_id) for a in active_anchors(s)]
@@ -259,6 +262,4 @@ def verify_anchors(
                     anchor.found_published,
                 )
             )
-    if run is not None:
-        run.add("anchors", report.counts())
     return report

@@ -8,20 +8,22 @@ from __future__ import annotations
 import datetime as dt
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from monitor.config import Settings
 from monitor.progress import progress_bar
 from monitor.sources.factory import make_source
 from monitor.sources.writer import store_batch
 from monitor.store.db import Store
-from monitor.store.runs import RunRecord
+from monitor.store.runs import StageNotes, partial_on_failure
 from monitor.testhooks import pause_at
 
 
 @dataclass
 class FetchSummary:
-    """The outcome of one fetch, for the CLI summary and the run record."""
+    """The outcome of one fetch, for the CLI summary and the run record (as `fetch`: StageCounts)."""
+
+    stage: ClassVar[str] = "fetch"
 
     source: str
     requests: int = 0
@@ -41,6 +43,12 @@ class FetchSummary:
         data["elapsed_seconds"] = round(self.elapsed_seconds, 2)
         return data
 
+    def stage_counts(self) -> dict[str, Any]:
+        return self.as_dict()
+
+    def stage_notes(self) -> StageNotes:
+        return StageNotes(warnings=list(self.warnings))
+
 
 def fetch(
     store: Store,
@@ -49,14 +57,14 @@ def fetch(
     since: dt.date | None = None,
     until: dt.date | None = None,
     categories: list[str] | None = None,
-    run: RunRecord | None = None,
     progress: bool = False,
 ) -> FetchSummary:
-    """Fetch from one source and store what is new; each batch commits with its mark (writer.py)."""
+    """Fetch from one source and store what is new; each batch commits with its mark (writer.py).
+    A failure carries what was stored until then (`partial_on_failure`), for the run to record."""
     started = time.monotonic()
     src = make_source(store, settings, source, since, until, categories)
     summary = FetchSummary(source=src.name)
-    with progress_bar(f"fetch {src.name}", None, "papers", progress) as advance:
+    with progress_bar(f"fetch {src.name}", None, "papers", progress) as advance, partial_on_failure(summary):
         try:
             for batch in src.batches():
                 counts = store_batch(store, batch, src.name)
@@ -73,7 +81,4 @@ def fetch(
             summary.warnings = list(src.report.warnings)
             summary.notes = list(src.report.notes)
             summary.elapsed_seconds = time.monotonic() - started
-            if run is not None:
-                run.add("fetch", summary.as_dict())
-                run.warnings.extend(w for w in summary.warnings if w not in run.warnings)
     return summary

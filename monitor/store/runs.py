@@ -39,11 +39,60 @@ class StageCounts(Protocol):
 
 
 @dataclass
-class RunRecord:
-    """The live side of a `runs` row: stages add counts, tokens, warnings and errors as they go.
+class StageNotes:
+    """What a stage adds to its run besides its counts: the tokens it spent, its warnings and errors,
+    and the results of stages it ran inside itself (relevance runs the LLM screen), recorded first
+    under their own names. A stage with nothing to count (claims sync without claim files) returns
+    only these."""
 
-    `stop` is set when the user asked the run to stop (SIGTERM/SIGINT). Long stages check
-    `should_stop()` between batches and return early; the pipeline then ends the run "interrupted".
+    tokens: int = 0
+    warnings: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    within: list[StageCounts] = field(default_factory=list)
+
+
+@runtime_checkable
+class NotedStage(StageCounts, Protocol):
+    """A stage result that also has tokens, warnings or errors for its run."""
+
+    def stage_notes(self) -> StageNotes: ...
+
+
+# What a stage hands its caller to record on the run.
+StageResult = StageCounts | StageNotes
+_PARTIAL = "monitor_partial_results"  # the attribute an exception carries them in
+
+
+@contextlib.contextmanager
+def partial_on_failure(result: StageResult) -> Iterator[None]:
+    """Around a stage's work: an exception leaving it carries `result` as it stands, so the caller
+    that records the run records what the stage did before it failed (`partial_results`). The
+    exception itself goes on unchanged (its type is the command's exit code)."""
+    try:
+        yield
+    except BaseException as exc:
+        carried: list[StageResult] = getattr(exc, _PARTIAL, [])
+        if not any(r is result for r in carried):  # a stage and its policy may both carry it
+            with contextlib.suppress(AttributeError):  # an exception type without a __dict__
+                setattr(exc, _PARTIAL, [*carried, result])
+        raise
+
+
+def partial_results(exc: BaseException) -> list[StageResult]:
+    """The stage results `exc` carries (innermost first); taken off it, so they are recorded once."""
+    carried: list[StageResult] = getattr(exc, _PARTIAL, [])
+    with contextlib.suppress(AttributeError):
+        delattr(exc, _PARTIAL)
+    return carried
+
+
+@dataclass
+class RunRecord:
+    """The live side of a `runs` row: the recording layer (schedule, the cli commands) records on it
+    what each stage returned (counts, tokens, warnings and errors); stages never see it.
+
+    `stop` is set when the user asked the run to stop (SIGTERM/SIGINT). Long stages get `should_stop`
+    and check it between batches and return early; the pipeline then ends the run "interrupted".
     """
 
     id: int
@@ -56,11 +105,19 @@ class RunRecord:
     # Whether the run still holds the run lock (set by the lock's holder); a run that lost it stops too.
     holds_lock: Callable[[], bool] | None = field(default=None, repr=False)
 
-    def add(self, stage: str, values: dict[str, Any]) -> None:
-        self.counts[stage] = values
-
-    def record(self, result: StageCounts) -> None:
-        self.counts[result.stage] = result.stage_counts()
+    def record(self, result: StageResult) -> None:
+        """A stage's counts under its name, its tokens, and its warnings (each once) and errors."""
+        if isinstance(result, StageNotes):
+            notes = result
+        else:
+            notes = result.stage_notes() if isinstance(result, NotedStage) else StageNotes()
+        for inner in notes.within:
+            self.record(inner)
+        if not isinstance(result, StageNotes):
+            self.counts[result.stage] = result.stage_counts()
+        self.tokens += notes.tokens
+        self.warnings.extend(w for w in dict.fromkeys(notes.warnings) if w not in self.warnings)
+        self.errors.extend(notes.errors)
 
     def lost_lock(self) -> bool:
         return self.holds_lock is not None and not self.holds_lock()
@@ -109,26 +166,32 @@ def finish_run(store: Store, record: RunRecord, status: str) -> None:
 
 @contextlib.contextmanager
 def recorded_run(store: Store, command: str) -> Iterator[RunRecord]:
-    """Open a run row; close it ok, partial, failed or interrupted however the block ends."""
-    from monitor.errors import BudgetExhausted, MonitorError
-
+    """Open a run row; close it ok, partial, failed or interrupted however the block ends (recording
+    what a failed stage did: `partial_on_failure`)."""
     record = start_run(store, command)
     try:
         yield record
-    except KeyboardInterrupt:
-        finish_run(store, record, "interrupted")
-        raise
-    except MonitorError as exc:
-        record.errors.append(error_line(exc))
-        status = "interrupted" if exc.exit_code == 130 else "failed"
-        finish_run(store, record, "partial" if isinstance(exc, BudgetExhausted) else status)
-        raise
     except BaseException as exc:
-        record.errors.append(error_line(exc))
-        finish_run(store, record, "failed")
+        for partial in partial_results(exc):  # what a failed stage did is still the run's
+            record.record(partial)
+        _finish_failed(store, record, exc)
         raise
     else:
         finish_run(store, record, "partial" if record.errors else "ok")
+
+
+def _finish_failed(store: Store, record: RunRecord, exc: BaseException) -> None:
+    from monitor.errors import BudgetExhausted, MonitorError
+
+    if isinstance(exc, KeyboardInterrupt):
+        finish_run(store, record, "interrupted")
+        return
+    record.errors.append(error_line(exc))
+    if isinstance(exc, MonitorError):
+        status = "interrupted" if exc.exit_code == 130 else "failed"
+        finish_run(store, record, "partial" if isinstance(exc, BudgetExhausted) else status)
+    else:
+        finish_run(store, record, "failed")
 
 
 def error_line(exc: BaseException) -> str:

@@ -26,7 +26,6 @@ from monitor.store.lines import lines_by_id
 from monitor.store.models import Claim, Verdict
 from monitor.store.outcomes import outcome_rows, prune_outcomes, save_outcome
 from monitor.store.reviews import Decision, decisions_in_force
-from monitor.store.runs import RunRecord
 from monitor.store.verdicts import latest_verdict, latest_verdict_days, verdict_history
 from monitor.verdicts.rules import (
     CONFIRMED,
@@ -274,7 +273,7 @@ def _settle(
 
 
 def settle_outcomes(
-    store: Store, settings: Settings, days: Iterable[dt.date], run: RunRecord | None = None
+    store: Store, settings: Settings, days: Iterable[dt.date], run_id: int | None = None
 ) -> OutcomeRun:
     """Compute and store every active claim's outcome at each of `days` whose inputs changed since it
     was stored (a digest's dates: `Period.verdict_days`), in one transaction; readers then read them
@@ -283,7 +282,7 @@ def settle_outcomes(
     with store.session() as s:
         claims = active_claims(s)
         inputs = _Inputs.load(s, settings, claims)
-        _, computed = _settle(s, inputs, {c.id: set(wanted_days) for c in claims}, run.id if run else None)
+        _, computed = _settle(s, inputs, {c.id: set(wanted_days) for c in claims}, run_id)
     return OutcomeRun(wanted_days, len(claims), computed)
 
 
@@ -349,17 +348,16 @@ def verdict_details(outcome: Outcome) -> dict[str, object]:
 
 
 def compute_verdicts(
-    store: Store, settings: Settings, as_of: dt.date | None = None, run: RunRecord | None = None
+    store: Store, settings: Settings, as_of: dt.date | None = None, run_id: int | None = None
 ) -> VerdictRun:
     """Recompute every active claim's verdict at `as_of` (default today, UTC) and record what changed.
 
     Only papers published on or before `as_of` count, so a replay can step through past weeks.
-    `run`: the run the rows are written by; the caller records the returned counts on it.
+    `run_id`: the run the rows are written by; the caller records the returned counts on it.
     """
     day = as_of or dt.datetime.now(dt.UTC).date()
     changes: list[VerdictChange] = []
     tally = dict.fromkeys(STATUSES, 0)
-    run_id = run.id if run else None
     with store.session() as s:
         claims = active_claims(s)
         inputs = _Inputs.load(s, settings, claims)
