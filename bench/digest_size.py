@@ -43,7 +43,7 @@ def monitor(work: Path, *args: str) -> tuple[str, float]:
 def setup(work: Path) -> None:
     (work / "monitor.toml").write_text(
         f'[database]\nurl = "sqlite:///{work / "monitor.db"}"\n[paths]\nseeds = "{REPO / "seeds"}"\n'
-        f'reports = "{work / "reports"}"\n[judge]\nprovider = "local"\n'
+        f'reports = "{work / "reports"}"\n[judge]\nprovider = "embedded"\n'
         "[report]\nresearch_questions = false\n",
         encoding="utf-8",
     )

@@ -33,7 +33,7 @@ def run_replay(url: str, work: Path, args: argparse.Namespace) -> dict[str, obje
     config = work / "monitor.toml"
     config.write_text(
         f'[database]\nurl = "{url}"\n[paths]\nseeds = "{REPO / "seeds"}"\nreports = "{work / "reports"}"\n'
-        '[judge]\nprovider = "local"\n',
+        '[judge]\nprovider = "embedded"\n',
         encoding="utf-8",
     )
     cmd = [
@@ -50,7 +50,7 @@ def run_replay(url: str, work: Path, args: argparse.Namespace) -> dict[str, obje
         "--every",
         args.every,
         "--judge",
-        "local",
+        "embedded",
         "--json",
     ]
     started = time.monotonic()
