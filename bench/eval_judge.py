@@ -1,6 +1,6 @@
 """Figures for the embedded judge on data it was not trained on, with its operating point and speed.
 
-    python bench/eval_judge.py [--shared ../shared] [--limit N] [--judge local|openai] [--json FILE]
+    python bench/eval_judge.py [--shared ../shared] [--limit N] [--judge embedded|openai] [--json FILE]
 
 Sets: the teacher set's `test` split (papers never trained on or calibrated on; 4-way), its first two
 rounds and its third (searched) round apart,
@@ -19,7 +19,7 @@ import json
 import time
 from pathlib import Path
 
-from monitor.config import Settings
+from monitor.config import Settings, shown_judge
 from monitor.judge.evaluate import EvalReport, as_three_way, evaluate, operating_point, read_pairs, score
 from monitor.judge.factory import make_judge
 
@@ -67,7 +67,7 @@ def main() -> None:
 
     started = time.perf_counter()
     judge = make_judge(Settings(), args.judge)
-    print(f"judge {judge.name} {judge.model}: loaded in {time.perf_counter() - started:.1f} s")
+    print(f"judge {shown_judge(judge.name)} {judge.model}: loaded in {time.perf_counter() - started:.1f} s")
 
     teacher_test = [p for p in read_pairs(args.teacher) if p.extra.get("split") == "test"]
     # The third round (papers found by searching for each seed claim's bearing papers) is its own row:
@@ -87,7 +87,7 @@ def main() -> None:
         pairs, seconds = pairs + len(pair_list), seconds + report.seconds
         if three_way:
             unseen = [p for p in report.predictions if p.pair.abstract not in train_abstracts]
-            unseen_report = EvalReport(name, judge.name, judge.model, report.strict, None, unseen, 0.0)
+            unseen_report = EvalReport(name, report.judge, judge.model, report.strict, None, unseen, 0.0)
             results.append(summary(name, report, True))
             results.append(summary("SciFact dev, abstracts not in train (3-way)", unseen_report, True))
         else:

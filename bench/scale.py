@@ -153,7 +153,7 @@ def digest_size(path: Path) -> dict[str, int]:
 def cell(url: str, work: Path, n_claims: int, n_papers: int, judge_claims: int | None) -> dict[str, object]:
     (work / "monitor.toml").write_text(
         f'[database]\nurl = "{url}"\n[paths]\nseeds = "{REPO / "seeds"}"\nreports = "{work / "reports"}"\n'
-        '[judge]\nprovider = "local"\n[report]\nresearch_questions = false\n',
+        '[judge]\nprovider = "embedded"\n[report]\nresearch_questions = false\n',
         encoding="utf-8",
     )
     claim_file(work / "library.yaml", library(n_claims, seed_texts()))

@@ -153,6 +153,11 @@ EMBEDDED = "embedded"
 EMBEDDED_JUDGE_STORED = "local"
 
 
+def shown_judge(stored: str) -> str:
+    """A judge's name as output says it: the embedded judge's stored name read as "embedded"."""
+    return EMBEDDED if stored == EMBEDDED_JUDGE_STORED else stored
+
+
 def embedded_alias(value: Any, where: str) -> Any:
     """The old name "local" of the embedded judge read as "embedded", with a one-line notice."""
     if value != EMBEDDED_JUDGE_STORED:

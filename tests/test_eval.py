@@ -153,16 +153,16 @@ def test_eval_cli_json_and_tables(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["n"] == 3
-    assert data["judge"] == "local"
+    assert data["judge"] == "embedded"  # its old name on the command line, its name in the output
     assert set(data["per_class"]) >= {S, OV, U}
     assert sum(sum(row.values()) for row in data["confusion"].values()) == 3
     assert 0.0 <= data["macro_f1"] <= 1.0
     assert "macro_f1_3way" in data  # no RELAXES in gold: the 3-way score is reported beside the strict one
     assert not (tmp_path / "monitor.db").exists()  # eval needs no database
 
-    tables = _monitor(["eval", "--pairs", str(path), "--judge", "local", "--limit", "2"], tmp_path)
+    tables = _monitor(["eval", "--pairs", str(path), "--judge", "embedded", "--limit", "2"], tmp_path)
     assert tables.returncode == 0, tables.stderr
-    assert "2 pairs" in tables.stdout
+    assert "2 pairs, judge embedded (" in tables.stdout and "local" not in tables.stdout
     assert "macro-F1" in tables.stdout
     assert "confusion" in tables.stdout
 

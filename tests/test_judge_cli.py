@@ -226,3 +226,49 @@ def test_a_batch_dry_run_is_priced_at_batch_rates_and_leaves_the_callers_setting
     costs = {b: shown[(b, "judge")].cost_estimate for b in (False, True)}  # type: ignore[attr-defined]
     assert costs[False] > 0 and costs[True] == pytest.approx(costs[False] / 2)
     assert settings.llm.batch is False
+
+
+def test_a_dry_run_with_nothing_pending_says_so_and_prices_no_alternatives(
+    store: Store, db_url: str, llm: ScriptedLLM, monitor: Callable[..., Result]
+) -> None:
+    """Nothing pending: a rerun would call nothing, so the dry run says so and skips the table of relevance
+    settings (tens of seconds of embedding a week's titles); `--alternatives` still prices it."""
+    seed(store, papers=2, claims=3)
+    llm.default = answering("SUPPORTS")
+    assert monitor(db_url).returncode == 0  # every pair judged
+    asked = len(llm.requests)
+    dry = monitor(db_url, "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "Nothing pending: `monitor judge` would call nothing now" in dry.stdout
+    assert re.search(r"pending pairs\s*│\s*0\b", dry.stdout), dry.stdout
+    assert "relevance settings over the last week" not in dry.stdout
+    asked_for = monitor(db_url, "--dry-run", "--alternatives")
+    assert asked_for.returncode == 0, asked_for.stderr
+    assert "relevance settings over the last week" in asked_for.stdout and "(in force)" in asked_for.stdout
+    assert "Nothing pending" in asked_for.stdout
+    assert len(llm.requests) == asked  # neither dry run called anything
+    alone = monitor(db_url, "--alternatives")
+    assert alone.returncode == 64 and "use it with --dry-run" in alone.stderr
+
+
+def test_the_dry_run_prices_alternatives_only_while_pairs_are_pending(store: Store, llm: ScriptedLLM) -> None:
+    """What `judge_once` computes, step by step: the alternatives only while something is pending."""
+    from test_judge_runner import settings_for
+
+    from monitor.judge.runner import judge_pending
+    from monitor.schedule.judging import JudgeRequest, judge_once
+    from monitor.schedule.signals import StopFlag
+
+    seed(store, papers=2, claims=3)
+    settings = settings_for(llm)
+
+    def steps() -> list[str]:
+        shown: list[str] = []
+        request = JudgeRequest(dry_run=True, provider="openai", relevance=False)
+        judge_once(store, settings, request, StopFlag(), lambda name, _: shown.append(name))
+        return shown
+
+    assert steps() == ["alternatives", "judge"]  # 6 pairs pending: priced, and each relevance setting too
+    llm.default = answering("SUPPORTS")
+    assert judge_pending(store, settings).judged == 6
+    assert steps() == ["judge", "nothing pending"]  # no alternatives computed

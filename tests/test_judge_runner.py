@@ -350,6 +350,7 @@ def test_injected_instructions_do_not_change_the_embedded_judges_label(
         pytest.skip(f"local judge weights unavailable: {exc}")
     summary = judge_pending(store, settings_for(llm), judge=local)
     assert summary.judged == 2 and summary.judge == "local"
+    assert summary.as_dict()["judge"] == "embedded"  # as `monitor judge` prints it and the run records it
     clean, injected = assessments(store)
     assert injected.label == clean.label != "OVERTURNS"
     assert llm.requests == []  # the embedded judge calls no server

@@ -7,10 +7,10 @@ taken over while its process lives; a run whose lock was taken over stops before
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import signal
 import subprocess
-import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +22,7 @@ from ops_helpers import monitor, start_paused, write_config, write_snapshot
 from sqlalchemy import delete, func, select, update
 
 from monitor.store import open_store
-from monitor.store.models import Assessment
+from monitor.store.models import Assessment, utcnow
 from monitor.store.records import Lock
 
 POINT = "judge:after_first_batch"
@@ -75,6 +75,16 @@ def _judged(tmp_path: Path) -> int:
     return count
 
 
+def _silent_since(tmp_path: Path, ago: dt.timedelta) -> None:
+    """Set the run lock's last heartbeat `ago` back, as a holder that has been silent that long."""
+    store = open_store(f"sqlite:///{tmp_path / 'monitor.db'}")
+    try:
+        with store.session() as s:
+            s.execute(update(Lock).values(heartbeat_at=utcnow() - ago))
+    finally:
+        store.close()
+
+
 def _resume(proc: subprocess.Popen[str], marker: Path) -> tuple[int, str]:
     Path(f"{marker}.resume").touch()
     _, err = proc.communicate(timeout=240)
@@ -108,7 +118,7 @@ def test_a_suspended_run_is_not_taken_over_while_its_process_lives(tmp_path, con
     run, marker = _run_paused(tmp_path, config)
     try:
         run.send_signal(signal.SIGSTOP)
-        time.sleep(3.5)  # past lock_stale_seconds without a heartbeat
+        _silent_since(tmp_path, dt.timedelta(hours=1))  # far past lock_stale_seconds without a heartbeat
         sent_before = len(llm.chat_requests())
         beside = monitor(config, "judge")
         assert beside.returncode == 75, beside.stderr

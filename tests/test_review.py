@@ -139,6 +139,24 @@ def test_embedded_judges_relaxes_waits_for_confirmation(store) -> None:
     assert status(store, settings) == "PERISHABLE"  # published unreviewed when nobody must confirm
 
 
+def test_the_embedded_judge_is_named_embedded_in_the_queue_and_in_monitor_show(store) -> None:
+    """Its assessments are stored under its old name "local" (their cache keys); output says "embedded"."""
+    from rich.console import Console
+
+    from monitor.verdicts.show import print_claim
+
+    settings = trusted_settings()
+    w = world(store)
+    w.paper("2509.00001", "Relaxing", dt.date(2025, 9, 1), abstract=ABSTRACT)
+    w.assess("2509.00001", "c1", "RELAXES", 0.9, evidence=QUOTE, judge="local")
+    [item] = review_queue(store, settings)
+    assert item.judge == "embedded" and item.as_dict()["judge"] == "embedded"
+    console = Console(record=True, width=300, no_color=True)
+    print_claim(console, claim_detail(store, settings, "c1"))
+    shown = console.export_text()
+    assert " embedded " in shown and " local " not in shown
+
+
 def test_export_writes_pairs_monitor_eval_reads(store, tmp_path: Path) -> None:
     w = world(store)
     w.paper("2509.00001", "Dense RL", dt.date(2025, 9, 1), abstract=ABSTRACT)

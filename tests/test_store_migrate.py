@@ -11,7 +11,7 @@ import os
 import signal
 import subprocess
 import sys
-import time
+import threading
 from pathlib import Path
 
 import pytest
@@ -33,6 +33,45 @@ def _monitor(config: Path, *args: str, **extra: str) -> subprocess.Popen[str]:
         text=True,
         env=env(**extra),
     )
+
+
+WAITING = "waiting for another process to finish creating or upgrading the database schema"
+
+
+class _StderrLines:
+    """A process's stderr, read in the background line by line, so a test can wait for one line."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.lines: list[str] = []
+        self.ended = False
+        self._changed = threading.Condition()
+        self._reader = threading.Thread(target=self._read, args=(proc,), daemon=True)
+        self._reader.start()
+
+    def _read(self, proc: subprocess.Popen[str]) -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            with self._changed:
+                self.lines.append(line)
+                self._changed.notify_all()
+        with self._changed:
+            self.ended = True
+            self._changed.notify_all()
+
+    def _seen(self, text: str) -> bool:
+        return any(text in line for line in self.lines)
+
+    def wait_for(self, text: str, timeout: float) -> bool:
+        """Whether a line containing `text` arrives within `timeout` seconds, before the stream ends."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._seen(text) or self.ended, timeout)
+            return self._seen(text)
+
+    def all(self, timeout: float = 300) -> str:
+        """Everything the process wrote to stderr, once it closed the stream."""
+        self._reader.join(timeout)
+        with self._changed:
+            return "".join(self.lines)
 
 
 def _tables(url: str) -> set[str]:
@@ -71,11 +110,20 @@ def test_two_first_runs_on_a_fresh_database_never_fail_on_the_schema(tmp_path: P
     first = _monitor(config, *args, MONITOR_TEST_PAUSE_AT="migrate:v1", MONITOR_TEST_PAUSE_FILE=str(marker))
     wait_paused(first, marker, "migrate:v1")  # inside the migration, holding its lock
     second = _monitor(config, *args)
-    time.sleep(3)
-    assert second.poll() is None  # waiting for the first migration, not failing on half a schema
-    (tmp_path / "pause.txt.resume").touch()
-    out1, err1 = first.communicate(timeout=300)
-    out2, err2 = second.communicate(timeout=300)
+    try:
+        said = _StderrLines(second)
+        assert said.wait_for(WAITING, timeout=120), "".join(said.lines)  # it says it waits...
+        assert second.poll() is None  # ...and does: for the first migration, not failing on half a schema
+        (tmp_path / "pause.txt.resume").touch()
+        out1, err1 = first.communicate(timeout=300)
+        assert second.stdout is not None
+        second.stdout.read()
+        err2 = said.all()
+        second.wait(timeout=300)
+    finally:
+        for proc in (first, second):
+            if proc.poll() is None:
+                proc.kill()
     # Once the schema is there both go for the run lock, and either may get it first: one runs (0), the
     # other runs after it (0) or finds the lock held (75); neither fails on the schema.
     codes = sorted((first.returncode, second.returncode))
@@ -88,6 +136,17 @@ def test_two_first_runs_on_a_fresh_database_never_fail_on_the_schema(tmp_path: P
     try:
         with store.engine.connect() as conn:
             assert current_version(conn) == SCHEMA_VERSION
+    finally:
+        store.close()
+
+
+def test_migrating_leaves_the_connection_waiting_as_configured(tmp_path: Path) -> None:
+    """The migration looks for the lock without waiting first (to say so when it must wait); the pooled
+    connection it used still waits database.busy_timeout_seconds for a write afterwards."""
+    store = open_store(f"sqlite:///{tmp_path / 'fresh.db'}", busy_timeout_seconds=7)
+    try:
+        with store.engine.connect() as conn:  # the one connection the migration used, from the pool
+            assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 7000
     finally:
         store.close()
 

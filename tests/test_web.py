@@ -89,6 +89,18 @@ def test_a_script_in_an_abstract_renders_as_text_and_the_quote_is_marked(world) 
     assert "c_calib" in c.get(f"/papers/{SCRIPT_PAPER}").text  # the paper page lists the claim
 
 
+def test_the_embedded_judge_is_named_embedded_on_every_page(world) -> None:
+    """Its assessments are stored under its old name "local"; no page shows that name."""
+    store, settings = world
+    c = client(store, settings)
+    claim = c.get("/claims/c_calib").text
+    assert "judge embedded ·" in claim and "judge local" not in claim
+    assert "<td>embedded</td>" in c.get(f"/papers/{SCRIPT_PAPER}").text
+    review = c.get("/review").text
+    assert any(i.arxiv_id == SCRIPT_PAPER for i in review_queue(store, settings))  # it waits for a curator
+    assert "· embedded ·" in review and "· local ·" not in review
+
+
 def _calib_item(store, settings) -> int:
     return next(i.assessment_id for i in review_queue(store, settings) if i.arxiv_id == "2603.05555")
 

@@ -71,6 +71,14 @@ def judge_command(
             help="Judge the candidates already picked; do not sync claims or run relevance.",
         ),
     ] = False,
+    alternatives: Annotated[
+        bool,
+        typer.Option(
+            "--alternatives",
+            help="With --dry-run: price each relevance setting over the last week's papers even when "
+            "nothing is pending (shown anyway when pairs are pending).",
+        ),
+    ] = False,
 ) -> None:
     """Sync claims, pick candidate (paper, claim) pairs, judge the pending ones and store assessments.
 
@@ -81,6 +89,10 @@ def judge_command(
     from monitor.schedule.judging import JudgeRequest, judge_once
     from monitor.schedule.signals import StopFlag, graceful_stop
 
+    if alternatives and not dry_run:
+        from monitor.errors import UsageError
+
+        raise UsageError("--alternatives prices relevance settings for a dry run: use it with --dry-run")
     app_ctx = ctx_of(ctx)
     request = JudgeRequest(
         force=force,
@@ -91,6 +103,7 @@ def judge_command(
         wait=wait,
         relevance=not skip_relevance,
         progress=progress_wanted(),
+        alternatives=True if alternatives else None,
     )
     with graceful_stop(StopFlag(again="monitor judge")) as flag:
         judge_once(app_ctx.store, app_ctx.settings, request, flag, _show)
@@ -117,6 +130,12 @@ def _show(step: str, result: Any) -> None:
         )
     elif step == "alternatives":
         _print_alternatives(result)
+    elif step == "nothing pending":
+        console.print(
+            "Nothing pending: `monitor judge` would call nothing now. What each relevance setting would "
+            "cost a week is priced when pairs are pending, or with `--dry-run --alternatives`.",
+            highlight=False,
+        )
     else:  # judge, batches
         _print_judge_summary(result.as_dict())
 

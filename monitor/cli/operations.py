@@ -75,9 +75,9 @@ def _print_next_steps(counts: dict[str, Any]) -> None:
             "them, then `monitor report` rewrites the digest.",
             highlight=False,
         )
-    from monitor.config import EMBEDDED_JUDGE_STORED
+    from monitor.config import EMBEDDED, shown_judge
 
-    if (counts.get("judge") or {}).get("judge") != EMBEDDED_JUDGE_STORED:
+    if shown_judge(str((counts.get("judge") or {}).get("judge"))) != EMBEDDED:
         return
     from monitor.judge.embedded import measured_coverage
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from monitor.config import shown_judge
 from monitor.errors import InputError, JudgeError
 from monitor.judge.base import LABELS, Judge, Label
 from monitor.judge.grounding import ground
@@ -282,7 +283,7 @@ def evaluate(
     three_way = score(gold, as_three_way(predicted)) if "RELAXES" not in gold else None
     return EvalReport(
         pairs_file=pairs_file,
-        judge=judge.name,
+        judge=shown_judge(judge.name),
         model=judge.model,
         strict=strict,
         three_way=three_way,

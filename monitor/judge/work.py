@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
 from monitor.claims.ids import text_hash
+from monitor.config import shown_judge
 from monitor.judge.base import LABELS, Judge
 from monitor.judge.prompts import JudgePrompts
 from monitor.llm.cost import estimate_tokens
@@ -71,6 +72,7 @@ class JudgeSummary(CallCounts):
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
         del data["warnings"]
+        data["judge"] = shown_judge(self.judge)  # `self.judge` is the stored name (cache keys)
         data["tokens"] = self.tokens
         data["cost_estimate"] = round(self.cost_estimate, 6)
         return data

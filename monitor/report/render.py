@@ -22,7 +22,7 @@ import jinja2
 import jinja2.nodes
 import markupsafe
 
-from monitor.config import Settings
+from monitor.config import Settings, shown_judge
 from monitor.errors import ConfigError
 from monitor.markup import plain_text
 from monitor.sources.base import arxiv_url
@@ -96,7 +96,13 @@ def environment(templates_dir: Path | None = None) -> jinja2.Environment:
         finalize=_finalize,
     )
     env.filters.update(
-        md=md, md_cell=md_cell, md_quote=md_quote, one_line=one_line, arxiv_url=arxiv_url, date=fmt_date
+        md=md,
+        md_cell=md_cell,
+        md_quote=md_quote,
+        one_line=one_line,
+        arxiv_url=arxiv_url,
+        date=fmt_date,
+        judge=shown_judge,
     )
     env.globals["STATUS_COLOURS"] = {
         "OVERTURNED": "#b42318",

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from monitor.config import Settings
+from monitor.config import Settings, shown_judge
 from monitor.report.period import Period, day_range
 from monitor.sources.base import arxiv_url
 from monitor.store.db import Store
@@ -99,7 +99,7 @@ class StrongestWork:
 
 
 def _judge_name(judge: str) -> str:
-    return "embedded judge" if judge == EMBEDDED_JUDGE else f"{judge} judge"
+    return f"{shown_judge(judge)} judge"
 
 
 def is_long(period: Period) -> bool:

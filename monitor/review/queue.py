@@ -22,7 +22,7 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session
 
-from monitor.config import Settings
+from monitor.config import Settings, shown_judge
 from monitor.errors import NotFound, UsageError
 from monitor.files import write_atomic
 from monitor.sources.base import arxiv_url
@@ -134,7 +134,7 @@ def review_queue(store: Store, settings: Settings) -> list[ReviewItem]:
                 abstract=abstracts.get((item.arxiv_id, item.version), ""),
                 label=item.label,
                 confidence=item.confidence,
-                judge=item.judge,
+                judge=shown_judge(item.judge),
                 evidence=item.evidence,
                 rationale=item.rationale,
                 reason=REASONS[priority],

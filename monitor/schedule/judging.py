@@ -1,10 +1,11 @@
 """`monitor judge`: the pipeline's claims, relevance and judge steps on their own.
 
 A dry run counts what judging (and an LLM relevance screen) would take and calls nothing, without the
-run lock; `--batch` hands the pending pairs to the OpenAI Batch API. A live run takes the run lock, as
-`monitor run` does (two processes judging the same pending pairs would pay for each twice), and judges
-under the pipeline's budget-and-stop policy (`pipeline.judge_step`) inside a recorded `judge` run, so the
-row ends partial (7), failed (6), interrupted (130) or, having lost the lock, failed (75) as `monitor run`
+run lock; with nothing pending it says so, and prices no relevance alternatives unless asked. `--batch`
+hands the pending pairs to the OpenAI Batch API. A live run takes the run lock, as `monitor run` does
+(two processes judging the same pending pairs would pay for each twice), and judges under the
+pipeline's budget-and-stop policy (`pipeline.judge_step`) inside a recorded `judge` run, so the row
+ends partial (7), failed (6), interrupted (130) or, having lost the lock, failed (75) as `monitor run`
 would.
 """
 
@@ -40,7 +41,10 @@ class JudgeRequest:
     wait: bool = False  # with batch: poll until the submitted batches finish
     relevance: bool = True  # sync claims and pick candidates first
     progress: bool = False
-    alternatives: bool = True  # with dry_run: price each relevance setting over the last week's papers
+    # With dry_run, price each relevance setting over the last week's papers: True always, False never,
+    # None only when pairs are pending (nothing pending: a rerun would call nothing, and the table costs
+    # tens of seconds of embedding and prompt rendering).
+    alternatives: bool | None = None
 
 
 ALTERNATIVES_DAYS = 7  # the dry run prices a week of the store's newest papers, like a weekly run
@@ -109,20 +113,29 @@ def _pick(step: Steps, store: Store, settings: Settings, request: JudgeRequest, 
 def _estimate(
     store: Store, settings: Settings, judge: Judge, request: JudgeRequest, batch: bool, show: Show
 ) -> None:
-    """What judging the pending pairs would take (and screening them, with the LLM screen); calls nothing."""
+    """What judging the pending pairs would take (and screening them, with the LLM screen); calls nothing.
+
+    With nothing pending it says so ("nothing pending") and, unless asked, prices no alternatives.
+    """
     from monitor.judge.runner import judge_pending
 
+    screen_pairs = 0
     if settings.relevance.screen == "llm":
         from monitor.relevance.screen import estimate_screen
 
-        show("screen estimate", estimate_screen(store, settings))
-    if request.alternatives:
-        from monitor.judge.estimate import alternatives
-
-        show("alternatives", alternatives(store, settings, days=ALTERNATIVES_DAYS))
+        screened = estimate_screen(store, settings)
+        screen_pairs = int(screened["pairs"])  # type: ignore[call-overload]
+        show("screen estimate", screened)
     # The estimate at batch prices: on a copy, so the caller's settings say what its config says.
     priced = settings.model_copy(update={"llm": settings.llm.model_copy(update={"batch": batch})})
     summary = judge_pending(
         store, priced, judge=judge, force=request.force, claim_ids=request.claim_ids, dry_run=True
     )
+    pending = summary.pending + screen_pairs
+    if request.alternatives or (request.alternatives is None and pending):
+        from monitor.judge.estimate import alternatives
+
+        show("alternatives", alternatives(store, settings, days=ALTERNATIVES_DAYS))
     show("judge", summary)
+    if not pending:
+        show("nothing pending", summary)

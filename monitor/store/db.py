@@ -13,14 +13,16 @@ drops), SQLite `BEGIN IMMEDIATE` (the database's write lock). DDL is transaction
 rolls everything back. pysqlite would otherwise run CREATE TABLE outside any transaction (it only
 opens one before INSERT/UPDATE/DELETE), so the SQLite connection is put in driver autocommit and the
 BEGIN/COMMIT are ours. A second process waits for the first one's migration (up to
-MIGRATION_WAIT_SECONDS, then LockHeld, exit 75) and then finds nothing to do; the run lock is taken
-only after that. When the schema is already current, opening takes no lock at all.
+MIGRATION_WAIT_SECONDS, then LockHeld, exit 75), saying on stderr that it waits, and then finds
+nothing to do; the run lock is taken only after that. When the schema is already current, opening
+takes no lock at all.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,6 +35,8 @@ from monitor.errors import ConfigError, DatabaseBusy, DatabaseError, LockHeld
 from monitor.store.migrations import SCHEMA_VERSION, STEPS
 from monitor.store.models import SchemaVersion
 from monitor.testhooks import pause_at
+
+log = logging.getLogger(__name__)
 
 MIGRATION_WAIT_SECONDS = 30  # how long a second process waits for another's migration
 BUSY_TIMEOUT_SECONDS = 30.0  # default database.busy_timeout_seconds: how long a write waits for SQLite
@@ -173,17 +177,33 @@ def _busy(url: object) -> LockHeld:
     )
 
 
+def _say_waiting(url: object) -> None:
+    # A process that would otherwise sit silent for up to MIGRATION_WAIT_SECONDS says why.
+    log.warning(
+        "waiting for another process to finish creating or upgrading the database schema of %s (up to %ss)",
+        redact(str(url)),
+        MIGRATION_WAIT_SECONDS,
+    )
+
+
 @contextlib.contextmanager
 def _migration_transaction(engine: Engine) -> Iterator[Connection]:
     """One transaction holding the migration lock (see the module docstring); commits on success."""
     if engine.dialect.name == "sqlite":
         conn = engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+        configured = conn.exec_driver_sql("PRAGMA busy_timeout").scalar()  # the pooled connection's own
         try:
-            conn.exec_driver_sql(f"PRAGMA busy_timeout={MIGRATION_WAIT_SECONDS * 1000}")
+            # First without waiting, so a process that has to wait says so before it does.
+            conn.exec_driver_sql("PRAGMA busy_timeout=0")
             try:
                 conn.exec_driver_sql("BEGIN IMMEDIATE")
             except DatabaseBusy:
-                raise _busy(engine.url) from None
+                _say_waiting(engine.url)
+                conn.exec_driver_sql(f"PRAGMA busy_timeout={MIGRATION_WAIT_SECONDS * 1000}")
+                try:
+                    conn.exec_driver_sql("BEGIN IMMEDIATE")
+                except DatabaseBusy:
+                    raise _busy(engine.url) from None
             try:
                 yield conn
                 conn.exec_driver_sql("COMMIT")
@@ -192,16 +212,21 @@ def _migration_transaction(engine: Engine) -> Iterator[Connection]:
                     conn.exec_driver_sql("ROLLBACK")
                 raise
         finally:
+            with contextlib.suppress(Exception):  # back to the pool as it came, waiting as configured
+                conn.exec_driver_sql(f"PRAGMA busy_timeout={int(configured or 0)}")
             conn.close()
         return
     with engine.begin() as conn:
         if engine.dialect.name == "postgresql":
             conn.execute(text(f"SET LOCAL lock_timeout = '{MIGRATION_WAIT_SECONDS}s'"))
             schema = conn.execute(text("SELECT current_schema()")).scalar() or "public"
-            try:
-                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _migration_key(schema)})
-            except OperationalError:
-                raise _busy(engine.url) from None
+            key = {"k": _migration_key(schema)}
+            if not conn.execute(text("SELECT pg_try_advisory_xact_lock(:k)"), key).scalar():
+                _say_waiting(engine.url)
+                try:
+                    conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), key)
+                except OperationalError:
+                    raise _busy(engine.url) from None
         yield conn
 
 

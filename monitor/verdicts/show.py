@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from monitor.config import Settings
+from monitor.config import Settings, shown_judge
 from monitor.errors import NotFound, UsageError
 from monitor.markup import plain_text
 from monitor.store.claims import claim_ids_with_prefix, lines_of_claim
@@ -180,7 +180,7 @@ def print_claim(console: Console, d: ClaimDetail) -> None:
                 str(e.item.published or "?"),
                 e.item.label,
                 f"{e.item.confidence:.2f}",
-                e.item.judge,
+                shown_judge(e.item.judge),
                 e.shown,
                 escape("\n".join(part for part in (_quoted(e.item.evidence), e.note) if part)),
             )

@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from monitor.config import Settings
+from monitor.config import Settings, shown_judge
 from monitor.errors import MonitorError
 from monitor.report.feed import feed_xml
 from monitor.review.queue import Recorded, record
@@ -51,6 +51,7 @@ def _environment() -> Environment:
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(default=True))
     env.globals.update(arxiv_url=arxiv_url, statuses=STATUSES)
     env.filters["pct"] = lambda v: f"{100 * float(v):.0f}%"
+    env.filters["judge"] = shown_judge
     return env
 
 

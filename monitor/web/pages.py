@@ -11,7 +11,7 @@ import datetime as dt
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from monitor.config import Settings
+from monitor.config import Settings, shown_judge
 from monitor.errors import InputError
 from monitor.report.period import Period, custom
 from monitor.review.queue import ReviewItem, queue_overview, review_queue
@@ -232,7 +232,7 @@ def paper_page(store: Store, settings: Settings, arxiv_id: str) -> PaperPage:
                         claim.text,
                         item.label,
                         item.confidence,
-                        item.judge,
+                        shown_judge(item.judge),
                         item.evidence,
                         kind,
                         why,
