@@ -174,7 +174,7 @@ def _pipeline(
     plan.since = period.start if period else None
     assess(step, store, settings, plan)
     if period is not None:
-        _count_unjudged(store, run, period.start)
+        _count_unjudged(store, settings, run, period.start, plan.judge_for(settings).name)
     step("verdicts", lambda: verdicts_step(store, settings, run))
     if not opts.report:
         return
@@ -243,12 +243,17 @@ def _scoped_period(store: Store, settings: Settings, opts: RunOptions, run: RunR
     return period
 
 
-def _count_unjudged(store: Store, run: RunRecord, judged_from: dt.date) -> None:
-    """Add to the run's scope how many candidate pairs (and papers) published earlier were left pending."""
+def _count_unjudged(
+    store: Store, settings: Settings, run: RunRecord, judged_from: dt.date, judge_name: str
+) -> None:
+    """Add to the run's scope how many candidate pairs (and papers) published earlier were left pending
+    for the judge that ran (not those below the embedded judge's triage cut: not its work)."""
+    from monitor.judge.work import store_triage_cut
     from monitor.store.candidates import count_unjudged
 
+    cut = store_triage_cut(store, settings, judge_name)
     with store.session() as s:
-        pairs, papers = count_unjudged(s, judged_from - dt.timedelta(days=1))
+        pairs, papers = count_unjudged(s, judged_from - dt.timedelta(days=1), cut)
     run.counts["scope"] |= {"unjudged_pairs": pairs, "unjudged_papers": papers}
 
 
