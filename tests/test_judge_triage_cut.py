@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from digest_world import World
 from llm_server import ScriptedLLM, answering
-from sqlalchemy import select
+from sqlalchemy import Date, literal, select
 from test_judge_runner import settings_for
 
 from monitor.cli import main
@@ -26,7 +26,7 @@ from monitor.judge.work import triage_cut
 from monitor.report.gather import gather_digest
 from monitor.report.period import resolve_period
 from monitor.report.render import render
-from monitor.store.candidates import SCREEN_DROPPED, count_unjudged
+from monitor.store.candidates import SCREEN_DROPPED, count_unjudged, week_index
 from monitor.store.db import Store
 from monitor.store.models import Assessment, Candidate
 
@@ -96,6 +96,13 @@ def test_the_embedded_judge_reads_each_claims_top_k_of_a_week_and_the_rest_are_n
     # `claim_ids` and `since` narrow the cut's count as they narrow the work.
     narrowed = judge_pending(store, settings, claim_ids=["c_a"], since=dt.date(2026, 3, 16), dry_run=True)
     assert (narrowed.pending, narrowed.below_cut) == (0, 1)
+
+
+def test_the_cut_is_by_week_monday_to_sunday(store: Store) -> None:
+    days = [dt.date(2026, 3, 8), dt.date(2026, 3, 9), dt.date(2026, 3, 15), dt.date(2026, 3, 16)]
+    with store.session() as s:
+        weeks = [s.scalar(select(week_index(literal(day, Date)))) for day in days]
+    assert weeks[1] == weeks[2] and weeks[0] == weeks[1] - 1 and weeks[3] == weeks[1] + 1
 
 
 def test_the_digest_counts_pairs_below_the_cut_apart_and_never_as_nothing_bearing(store: Store) -> None:

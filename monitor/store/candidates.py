@@ -47,22 +47,22 @@ def candidate_pairs(*claim_columns: Any) -> Select[Any]:
     )
 
 
-class iso_week(FunctionElement[int]):  # noqa: N801 (an SQL function's name)
-    """SQL: the ISO week a date falls in, as a number of weeks since Monday 1900-01-01 (weeks run Monday
-    to Sunday, as a digest's do)."""
+class week_index(FunctionElement[int]):  # noqa: N801 (an SQL function's name)
+    """SQL: the week (Monday to Sunday, an ISO week, as a digest's) a date falls in, as the number of
+    weeks since Monday 1900-01-01."""
 
     type = Integer()
     inherit_cache = True
 
 
-@compiles(iso_week, "sqlite")
-def _iso_week_sqlite(element: iso_week, compiler: Any, **kw: Any) -> str:
+@compiles(week_index, "sqlite")
+def _week_index_sqlite(element: week_index, compiler: Any, **kw: Any) -> str:
     day = compiler.process(element.clauses, **kw)
     return f"CAST((julianday({day}) - julianday('1900-01-01')) / 7 AS INTEGER)"
 
 
-@compiles(iso_week, "postgresql")
-def _iso_week_postgresql(element: iso_week, compiler: Any, **kw: Any) -> str:
+@compiles(week_index, "postgresql")
+def _week_index_postgresql(element: week_index, compiler: Any, **kw: Any) -> str:
     return f"(({compiler.process(element.clauses, **kw)}) - DATE '1900-01-01') / 7"
 
 
@@ -76,7 +76,7 @@ def within_triage_cut(top_k: int) -> ColumnElement[bool]:
             Candidate.id,
             func.row_number()
             .over(
-                partition_by=(Candidate.claim_id, iso_week(Paper.published)),
+                partition_by=(Candidate.claim_id, week_index(Paper.published)),
                 order_by=(Candidate.score.desc(), Candidate.arxiv_id),
             )
             .label("rank"),
