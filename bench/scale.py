@@ -131,6 +131,15 @@ def claim_ids(work: Path) -> list[str]:
     return [c["id"] for c in json.loads(done.stdout)]
 
 
+def assessed(url: str) -> int:
+    """Pairs judged (current assessments)."""
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        n = conn.execute(text("SELECT count(*) FROM assessments WHERE is_current")).scalar_one()
+    engine.dispose()
+    return int(n)
+
+
 def counts(url: str) -> tuple[int, dict[str, int]]:
     """Candidate pairs, and candidate pairs per claim."""
     engine = create_engine(url)
@@ -165,12 +174,15 @@ def cell(url: str, work: Path, n_claims: int, n_papers: int, judge_claims: int |
     ids = claim_ids(work)
     chosen = ids if not judge_claims or judge_claims >= len(ids) else ids[:: max(1, len(ids) // judge_claims)]
     chosen = chosen[: judge_claims or len(ids)]
-    judged_pairs = sum(per_claim.get(c, 0) for c in chosen)
     judge_args = [a for c in chosen for a in ("--claim", c)] if len(chosen) < len(ids) else []
     stages["judge"] = timed(work, "judge", "--skip-relevance", *judge_args)
+    judged_pairs = assessed(url)
     stages["verdicts"] = timed(work, "verdicts", "--json")
     stages["report"] = timed(work, "report", "--period", WEEK)
-    scale = pairs / judged_pairs if judged_pairs else 0.0
+    # Scaled to every pair only when some claims were left out; with the embedded judge's triage cut
+    # (judge.embedded_top_k) the pairs below it are not the judge's work and are not scaled in.
+    candidate_pairs = sum(per_claim.get(c, 0) for c in chosen)
+    scale = pairs / candidate_pairs if judge_args and candidate_pairs else 1.0
     row: dict[str, object] = {
         "claims": len(ids),
         "papers": got_papers,

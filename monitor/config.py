@@ -211,6 +211,14 @@ class JudgeSettings(Section):
     # A pair whose answer was invalid or refused in this many judge passes is parked: no longer asked
     # until `--force` or `monitor retest` (0: never park).
     park_after_failures: int = Field(3, ge=0)
+    # The embedded judge's triage cut: it only ranks papers for triage (its stances count toward no
+    # verdict), so for a library of more than `embedded_cut_above_claims` active claims it reads, per
+    # claim and ISO week, only the `embedded_top_k` candidates of highest relevance score. The digest
+    # counts the rest as below the cut, not as failed or pending; an LLM judge reads them all. None: no
+    # cut. Above 150 claims the digest lists only some claims in full (report/budget.py); the figures
+    # behind both defaults are in docs/scale.md.
+    embedded_top_k: int | None = Field(default=10, ge=1)
+    embedded_cut_above_claims: int = Field(default=150, ge=0)
 
     @field_validator("provider", mode="before")
     @classmethod

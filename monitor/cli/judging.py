@@ -166,6 +166,10 @@ def _print_judge_summary(data: dict[str, object]) -> None:
     table.add_column("count", justify="right")
     labels = data.get("labels") or {}
     rows: list[tuple[str, object]] = [("pending pairs", data["pending"]), ("papers", data["papers"])]
+    if data.get("triage_cut") is not None:
+        # Not pending: the embedded judge reads each claim's top candidates a week; an LLM judge reads all.
+        cut = f"below the embedded triage cut ({data['triage_cut']} a claim a week; an LLM judge reads them)"
+        rows += [(cut, data["below_cut"])]
     if not data.get("dry_run"):
         rows += [("judged", data["judged"])] + [(f"  {k}", v) for k, v in labels.items()]  # type: ignore[union-attr]
         rows += [("ungrounded", data["ungrounded"]), ("errors", data["errors"])]

@@ -26,13 +26,14 @@ from collections.abc import Callable
 from monitor.config import Settings
 from monitor.judge.base import Judge
 from monitor.judge.prompts import load_prompts
-from monitor.judge.work import JudgeSummary, estimate_judge_units, pending_units
+from monitor.judge.work import JudgeSummary, estimate_judge_units, pending_units, store_triage_cut
 from monitor.judge.writer import AssessmentWriter
 from monitor.llm.cost import token_cost
 from monitor.llm.engine import over_budget, run_live
 from monitor.llm.recorder import ExchangeRecorder
 from monitor.llm.units import WorkUnit
 from monitor.progress import progress_bar
+from monitor.store.candidates import count_unjudged
 from monitor.store.db import Store
 from monitor.store.runs import partial_on_failure
 
@@ -72,6 +73,7 @@ def judge_pending(
     summary = JudgeSummary(
         judge=judge.name, model=judge.model, prompt_version=judge.prompt_version, dry_run=dry_run
     )
+    summary.triage_cut = store_triage_cut(store, settings, judge.name)
     units = pending_units(
         store,
         judge,
@@ -80,7 +82,13 @@ def judge_pending(
         since=since,
         retry_parked=retry_parked,
         summary=summary,
+        top_k=summary.triage_cut,
     )
+    if summary.triage_cut is not None:
+        with store.session() as session:
+            summary.below_cut, _ = count_unjudged(
+                session, dt.date.max, summary.triage_cut, below_cut=True, claim_ids=claim_ids, since=since
+            )
     summary.pending = sum(len(u.pairs) for u in units)
     summary.papers = len({(u.paper.arxiv_id, u.paper.version) for u in units})
     estimated = estimate_judge_units(units, judge.prompts or load_prompts(settings.judge.prompts_dir))

@@ -3,7 +3,9 @@ and what a run did.
 
 A pair is pending when its candidate row is for the paper's latest version, its claim is active, its
 LLM screen (if any) kept it, and no assessment exists under its cache key (see `cache_key`). Parked
-pairs are left out unless forced.
+pairs are left out unless forced. The embedded judge, which only ranks papers for triage, reads a
+large library's candidates only down to its triage cut (`triage_cut`): the pairs below it are not its
+work, so they are neither pending nor failed for it; an LLM judge reads them.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
 from monitor.claims.ids import text_hash
-from monitor.config import shown_judge
+from monitor.config import EMBEDDED_JUDGE_STORED, Settings, shown_judge
 from monitor.judge.base import LABELS, Judge
 from monitor.judge.prompts import JudgePrompts
 from monitor.llm.cost import estimate_tokens
@@ -24,6 +26,7 @@ from monitor.llm.texts import ClaimText, PaperText
 from monitor.llm.units import CallCounts, Pair, WorkUnit, estimate_units, group_units
 from monitor.store.assessments import judged_keys
 from monitor.store.candidates import pairs_to_judge
+from monitor.store.claims import active_totals
 from monitor.store.db import Store
 from monitor.store.failures import parked_keys
 from monitor.store.runs import StageNotes
@@ -65,6 +68,10 @@ class JudgeSummary(CallCounts):
     judge_unavailable: bool = False  # the server refused us outright; the rest was not attempted
     unavailable_reason: str = ""  # why, for the caller's error message
     parked: int = 0  # pairs not asked because earlier runs failed on them too often
+    # The embedded judge's cut (candidates read per claim and week; None: all) and the pairs it left
+    # unread below it: not failed, not pending for this judge; an LLM judge reads them.
+    triage_cut: int | None = None
+    below_cut: int = 0
     newly_parked: int = 0  # pairs this run failed on once too often
     error_messages: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # for the run's warnings, not its counts
@@ -86,6 +93,29 @@ class JudgeSummary(CallCounts):
         return StageNotes(tokens=spent, warnings=list(self.warnings), errors=list(self.error_messages))
 
 
+def triage_cut(settings: Settings, embedded: bool, active_claims: int) -> int | None:
+    """How many candidates per claim and ISO week a judge reads, by relevance score; None: all.
+
+    Only the `embedded` judge has a cut (`judge.embedded_top_k`), and only for a library of more than
+    `judge.embedded_cut_above_claims` active claims: it ranks papers for triage and asserts no stance,
+    so reading a thousand claims' every candidate is work no digest shows (docs/scale.md). An LLM
+    judge's labels count toward verdicts: it reads every candidate.
+    """
+    cfg = settings.judge
+    if not embedded or cfg.embedded_top_k is None:
+        return None
+    return cfg.embedded_top_k if active_claims > cfg.embedded_cut_above_claims else None
+
+
+def store_triage_cut(store: Store, settings: Settings, judge_name: str) -> int | None:
+    """`triage_cut` for the judge stored as `judge_name` and the store's library as it is now."""
+    embedded = judge_name == EMBEDDED_JUDGE_STORED
+    if not embedded or settings.judge.embedded_top_k is None:
+        return None
+    with store.session() as session:
+        return triage_cut(settings, embedded, active_totals(session)["claims"])
+
+
 def pending_units(
     store: Store,
     judge: Judge,
@@ -94,13 +124,15 @@ def pending_units(
     since: dt.date | None = None,
     retry_parked: bool = False,
     summary: JudgeSummary | None = None,
+    top_k: int | None = None,
 ) -> list[WorkUnit]:
     """The work a run would do, grouped by paper version and chunked by the judge's claims_per_call.
 
-    Parked pairs are left out unless `force` or `retry_parked`; `summary.parked` counts them.
+    Parked pairs are left out unless `force` or `retry_parked`; `summary.parked` counts them. With
+    `top_k` (`triage_cut`), only each claim's `top_k` candidates of a week by relevance score.
     """
     with store.session() as session:
-        rows = pairs_to_judge(session, claim_ids, since)
+        rows = pairs_to_judge(session, claim_ids, since, top_k)
         done: set[str] = set()
         if not force and rows:
             done = judged_keys(session, judge.name, judge.model, judge.prompt_version, claim_ids)

@@ -16,9 +16,10 @@ from collections import Counter
 
 from sqlalchemy.orm import Session
 
-from monitor.config import Settings
+from monitor.config import EMBEDDED, Settings
 from monitor.judge.embedded import measured_coverage, sentence_overlap, surface_words
 from monitor.judge.sentences import split_sentences
+from monitor.judge.work import triage_cut
 from monitor.llm.cost import token_cost
 from monitor.relevance.bm25 import Lexicon, load_lexicon
 from monitor.report.period import Period, day_range
@@ -147,7 +148,10 @@ def _summary(s: Session, settings: Settings, period: Period, claims: list[ClaimV
         settings, usage.batch_prompt_tokens, usage.batch_completion_tokens, batch=True
     )
     counts = Counter(c.status for c in claims)
-    unjudged_pairs, unjudged_papers = count_unjudged(s, period.end)
+    # Pairs below the embedded judge's triage cut are not its work: counted apart, not as "not judged yet".
+    cut = triage_cut(settings, settings.judge_provider() == EMBEDDED, len(claims))
+    unjudged_pairs, unjudged_papers = count_unjudged(s, period.end, cut)
+    below_cut, _ = count_unjudged(s, period.end, cut, below_cut=True, since=period.start)
     return Summary(
         counts={status: counts.get(status, 0) for status in STATUSES},
         changed=sorted((c for c in claims if c.changed), key=_urgency),
@@ -166,6 +170,8 @@ def _summary(s: Session, settings: Settings, period: Period, claims: list[ClaimV
         evidence=EvidenceSummary.total([c.evidence for c in claims]),
         unjudged_pairs=unjudged_pairs,
         unjudged_papers=unjudged_papers,
+        triage_cut=cut,
+        below_cut=below_cut,
     )
 
 

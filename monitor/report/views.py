@@ -164,11 +164,20 @@ class Summary:
     # sample's earlier papers after the quickstart): the verdicts do not rest on them.
     unjudged_pairs: int = 0
     unjudged_papers: int = 0
+    # The embedded judge's triage cut in force (candidates it reads per claim and week; None: all), and
+    # the period's pairs ranked below it: not read, not failed, not waiting for `monitor judge`.
+    triage_cut: int | None = None
+    below_cut: int = 0
 
     @property
     def unjudged(self) -> int:
         """The period's pairs without a current judgement: failed, parked or not asked yet."""
         return self.judging.pairs - self.judging.judged
+
+    @property
+    def waiting(self) -> int:
+        """The period's pairs not asked yet that `monitor judge` would ask (not those below the cut)."""
+        return max(0, self.judging.pending - self.below_cut)
 
     @property
     def final(self) -> bool:
@@ -188,6 +197,7 @@ class Summary:
             "judged_embedded": self.judged_embedded,
             "triaged": self.triaged,
             "unjudged_pairs": self.unjudged_pairs,
+            "below_cut": self.below_cut,
             "proposals": self.proposals,
             "tokens": self.tokens,
             "cost_usd": round(self.cost_usd, 4),

@@ -194,7 +194,7 @@ def _pipeline(
     plan.since = period.start if period else None
     assess(step, store, settings, plan)
     if scope is not None:
-        scope.count_unjudged(store)
+        scope.count_unjudged(store, settings, plan.judge_for(settings).name)
         run.record(scope)
     step("verdicts", lambda: verdicts_step(store, settings, run))
     if not opts.report:
@@ -257,11 +257,15 @@ class JudgeScope:
     judged_from: dt.date
     unjudged: tuple[int, int] | None = None  # (pairs, papers), counted after judging
 
-    def count_unjudged(self, store: Store) -> None:
+    def count_unjudged(self, store: Store, settings: Settings, judge_name: str) -> None:
+        """The pairs published earlier left pending for the judge that ran (not those below the
+        embedded judge's triage cut: not its work)."""
+        from monitor.judge.work import store_triage_cut
         from monitor.store.candidates import count_unjudged
 
+        cut = store_triage_cut(store, settings, judge_name)
         with store.session() as s:
-            self.unjudged = count_unjudged(s, self.judged_from - dt.timedelta(days=1))
+            self.unjudged = count_unjudged(s, self.judged_from - dt.timedelta(days=1), cut)
 
     def stage_counts(self) -> dict[str, Any]:
         counts: dict[str, Any] = {"period": self.period, "judged_from": self.judged_from.isoformat()}

@@ -7,8 +7,10 @@ import datetime as dt
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, Select, func, select, update
+from sqlalchemy import ColumnElement, Integer, Row, Select, func, select, update
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.functions import FunctionElement
 
 from monitor.store.claims import is_active
 from monitor.store.models import Assessment, Candidate, Claim, Paper, PaperVersion
@@ -45,13 +47,59 @@ def candidate_pairs(*claim_columns: Any) -> Select[Any]:
     )
 
 
+class week_index(FunctionElement[int]):  # noqa: N801 (an SQL function's name)
+    """SQL: the week (Monday to Sunday, an ISO week, as a digest's) a date falls in, as the number of
+    weeks since Monday 1900-01-01."""
+
+    type = Integer()
+    inherit_cache = True
+
+
+@compiles(week_index, "sqlite")
+def _week_index_sqlite(element: week_index, compiler: Any, **kw: Any) -> str:
+    day = compiler.process(element.clauses, **kw)
+    return f"CAST((julianday({day}) - julianday('1900-01-01')) / 7 AS INTEGER)"
+
+
+@compiles(week_index, "postgresql")
+def _week_index_postgresql(element: week_index, compiler: Any, **kw: Any) -> str:
+    return f"(({compiler.process(element.clauses, **kw)}) - DATE '1900-01-01') / 7"
+
+
+def within_triage_cut(top_k: int) -> ColumnElement[bool]:
+    """SQL, on a query joining `Candidate`: the pair is among its claim's `top_k` candidates of highest
+    relevance score (ties by arXiv id) of its paper's ISO week, counting only the pairs the judge may
+    judge (a paper's latest version, kept by any LLM screen). What the embedded judge reads when
+    `judge.embedded_top_k` applies (monitor/judge/work.py); the rest are below its triage cut."""
+    ranked = (
+        select(
+            Candidate.id,
+            func.row_number()
+            .over(
+                partition_by=(Candidate.claim_id, week_index(Paper.published)),
+                order_by=(Candidate.score.desc(), Candidate.arxiv_id),
+            )
+            .label("rank"),
+        )
+        .join(Paper, Paper.arxiv_id == Candidate.arxiv_id)
+        .where(Candidate.version == Paper.version, _for_the_judge())
+        .subquery()
+    )
+    return Candidate.id.in_(select(ranked.c.id).where(ranked.c.rank <= top_k))
+
+
 def pairs_to_judge(
-    session: Session, claim_ids: Sequence[str] | None = None, since: dt.date | None = None
+    session: Session,
+    claim_ids: Sequence[str] | None = None,
+    since: dt.date | None = None,
+    top_k: int | None = None,
 ) -> list[Row[Any]]:
     """Candidate rows (as `candidate_pairs`, with the claim's date text and the paper's publication day)
-    the judge may judge: those no LLM screen ran on, or that it kept; optionally only of `claim_ids`
-    and papers published on or after `since`."""
+    the judge may judge: those no LLM screen ran on, or that it kept; optionally only of `claim_ids`,
+    of papers published on or after `since`, and within a triage cut of `top_k` (`within_triage_cut`)."""
     query = candidate_pairs(Claim.date_text, Paper.published).where(_for_the_judge())
+    if top_k is not None:
+        query = query.where(within_triage_cut(top_k))
     if claim_ids:
         query = query.where(Claim.id.in_(claim_ids))
     if since:
@@ -74,10 +122,20 @@ def _of_the_candidate(table: type[Assessment] | type[JudgeFailure]) -> ColumnEle
     )
 
 
-def count_unjudged(session: Session, until: dt.date) -> tuple[int, int]:
-    """(pairs, papers): the pairs `pairs_to_judge` would give, of papers published by `until`, that have
-    no current assessment of that version and are not parked. A verdict as of `until` does not rest on
-    them yet (e.g. the sample's earlier papers after `monitor run --source sample`, docs/operations.md)."""
+def count_unjudged(
+    session: Session,
+    until: dt.date,
+    top_k: int | None = None,
+    below_cut: bool = False,
+    claim_ids: Sequence[str] | None = None,
+    since: dt.date | None = None,
+) -> tuple[int, int]:
+    """(pairs, papers): the pairs `pairs_to_judge` would give (with `top_k`), of papers published by
+    `until`, that have no current assessment of that version and are not parked. A verdict as of `until`
+    does not rest on them yet (e.g. the sample's earlier papers after `monitor run --source sample`,
+    docs/operations.md). With `below_cut`, instead those ranked below the triage cut of `top_k`: not
+    pending for the judge with that cut (an LLM judge reads them). `claim_ids` and `since` narrow it
+    as they narrow `pairs_to_judge`."""
     judged = select(Assessment.id).where(_of_the_candidate(Assessment), Assessment.is_current)
     parked = select(JudgeFailure.id).where(
         _of_the_candidate(JudgeFailure), JudgeFailure.parked_at.is_not(None)
@@ -90,6 +148,15 @@ def count_unjudged(session: Session, until: dt.date) -> tuple[int, int]:
         .where(Candidate.version == Paper.version, is_active(), _for_the_judge(), Paper.published <= until)
         .where(~judged.exists(), ~parked.exists())
     )
+    if claim_ids:
+        query = query.where(Claim.id.in_(claim_ids))
+    if since:
+        query = query.where(Paper.published >= since)
+    if top_k is not None:
+        cut = within_triage_cut(top_k)
+        query = query.where(~cut if below_cut else cut)
+    elif below_cut:
+        return 0, 0
     pairs, papers = session.execute(query).one()
     return int(pairs or 0), int(papers or 0)
 
