@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from digest_world import World
+from digest_world import World, settled_digest
 from llm_server import ScriptedLLM, answering
 from sqlalchemy import Date, literal, select
 from test_judge_runner import settings_for
@@ -23,7 +23,6 @@ from monitor.cli import main
 from monitor.config import Settings, load_settings
 from monitor.judge.runner import judge_pending
 from monitor.judge.work import triage_cut
-from monitor.report.gather import gather_digest
 from monitor.report.period import resolve_period
 from monitor.report.render import render
 from monitor.store.candidates import SCREEN_DROPPED, count_unjudged, week_index
@@ -109,7 +108,7 @@ def test_the_digest_counts_pairs_below_the_cut_apart_and_never_as_nothing_bearin
     world(store)
     settings = embedded_settings()
     judge_pending(store, settings)
-    digest = gather_digest(store, settings, WEEK)
+    digest = settled_digest(store, settings, WEEK)
     s = digest.summary
     assert (s.triage_cut, s.below_cut, s.unjudged_pairs, s.waiting) == (2, 6, 0, 0)
     assert s.judging.pairs == 10 and s.judging.judged == 4 and s.final
@@ -134,7 +133,7 @@ def test_an_llm_judge_afterwards_reads_the_pairs_below_the_cut(store: Store) -> 
     assert summary.triage_cut is None and (summary.pending, summary.judged, summary.below_cut) == (16, 16, 0)
     every = {(a, c) for a in ALL_PAPERS for c in CLAIMS}
     assert {(a, c) for a, c, j in judged(store) if j == "openai"} == every
-    digest = gather_digest(store, settings, WEEK)
+    digest = settled_digest(store, settings, WEEK)
     assert (digest.summary.below_cut, digest.summary.judging.judged) == (0, 10)
     assert "triage cut" not in render(digest, "md", settings)
 
