@@ -30,7 +30,7 @@ from monitor.relevance.scoring import PaperDoc, RelevanceScorer, select_pairs
 from monitor.relevance.screen import ScreenSummary, screen_pending
 from monitor.relevance.text import ClaimQuery
 from monitor.store import Store
-from monitor.store.candidates import SCREEN_PENDING, add_candidate, candidate_keys
+from monitor.store.candidates import SCREEN_PENDING, add_candidates, candidate_keys
 from monitor.store.claims import active_claims, line_contexts
 from monitor.store.models import PaperVersion
 from monitor.store.papers import count_versions_between, last_version_row, versions_between
@@ -106,7 +106,7 @@ def _load_marks(session: Session, claims: Sequence[ClaimQuery]) -> dict[str, int
 def _advance_marks(session: Session, claims: Sequence[ClaimQuery], marks: dict[str, int], upto: int) -> None:
     for claim in claims:
         marks[claim.claim_id] = max(marks[claim.claim_id], upto)
-        set_scanned_upto(session, claim.claim_id, claim.text_hash, marks[claim.claim_id])
+    set_scanned_upto(session, [(c.claim_id, c.text_hash, marks[c.claim_id]) for c in claims])
 
 
 def batch_ceiling(cfg: RelevanceSettings, share: float) -> float:
@@ -316,13 +316,13 @@ def _write(
         return 0
     ids = sorted({papers[p].arxiv_id for _, p, _ in pairs})
     existing = candidate_keys(session, ids)
-    added = 0
+    new: list[tuple[tuple[str, int, str], float]] = []
     for c, p, score in pairs:
         paper, claim_id = papers[p], claims[c].claim_id
         key = (paper.arxiv_id, paper.version, claim_id)
         if key in existing:
             continue
         existing.add(key)
-        add_candidate(session, key, round(score, 6), method, run_id, screen)
-        added += 1
-    return added
+        new.append((key, round(score, 6)))
+    add_candidates(session, new, method, run_id, screen)
+    return len(new)

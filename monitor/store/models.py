@@ -250,6 +250,7 @@ class Assessment(Base):
     __table_args__ = (
         UniqueConstraint("cache_key", "generation"),
         Index("ix_assessments_claim", "claim_id", "is_current"),
+        Index("ix_assessments_pair", "arxiv_id", "claim_id", "is_current"),
     )
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     cache_key: Mapped[str] = mapped_column(String(64))
