@@ -322,6 +322,63 @@ def test_a_concurrent_run_never_duplicates(store: Store, llm: ScriptedLLM) -> No
     assert len(assessments(store)) == 1
 
 
+def test_a_pair_another_run_writes_mid_call_stands_and_the_call_writes_the_rest(store: Store) -> None:
+    """A call's pairs commit together; when another process commits one of them between the writer's
+    check and its insert, that row stands and the call's other pairs are still written, once each."""
+    from sqlalchemy import event, insert
+
+    from monitor.judge.work import JudgeSummary, pending_units
+    from monitor.judge.writer import AssessmentWriter
+
+    seed(store, papers=1, claims=3)
+    judge = CountingJudge()
+    judge.claims_per_call = 4  # the paper's three pairs in one call
+    unit = pending_units(store, judge)[0]
+    theirs = unit.pairs[1]
+    other_run: dict[str, Any] = {
+        "cache_key": theirs.key,
+        "generation": 0,
+        "arxiv_id": unit.paper.arxiv_id,
+        "version": unit.paper.version,
+        "claim_id": theirs.claim.id,
+        "claim_text_hash": theirs.text_hash,
+        "judge": judge.name,
+        "model": judge.model,
+        "prompt_version": judge.prompt_version,
+        "label": "SUPPORTS",
+        "confidence": 0.9,
+        "rationale": "the other run's",
+        "evidence": "",
+        "grounded": False,
+        "is_current": True,
+        "run_id": 999,
+        "created_at": dt.datetime(2026, 1, 1),
+    }
+    raced: list[bool] = []
+
+    def the_other_run_commits(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if not raced and statement.lstrip().upper().startswith("SELECT ASSESSMENTS.CACHE_KEY"):
+            raced.append(True)
+            with store.engine.connect() as other, other.begin():
+                other.execute(insert(Assessment), other_run)
+
+    event.listen(store.engine, "after_cursor_execute", the_other_run_commits)
+    try:
+        summary = JudgeSummary(judge.name, judge.model, judge.prompt_version)
+        AssessmentWriter(store, judge, summary, False, None).write(unit, judge.judge(unit.paper, unit.claims))
+    finally:
+        event.remove(store.engine, "after_cursor_execute", the_other_run_commits)
+    assert raced == [True]
+    assert (summary.judged, summary.skipped) == (2, 1)
+    rows = assessments(store)
+    assert sorted((r.claim_id, r.label, r.run_id) for r in rows) == [
+        ("c0", "UNRELATED", None),
+        ("c1", "SUPPORTS", 999),
+        ("c2", "UNRELATED", None),
+    ]
+    assert all(r.is_current for r in rows)
+
+
 def test_openai_judge_is_built_from_settings(llm: ScriptedLLM) -> None:
     from monitor.judge.factory import make_judge
 

@@ -1,4 +1,8 @@
-"""Writing a judge call's answers: one assessment per pair, each in its own small transaction.
+"""Writing a judge call's answers: one assessment per pair, a call's pairs in one transaction.
+
+A call's answers commit together (a crash loses at most the call in flight, which the rerun judges
+again). Where another run wrote one of its pairs first, the pairs are written one at a time, so
+that run's row stands and this run's fill the rest.
 
 "Current" means the latest assessment per (arxiv_id, claim_id): writing one marks every older row of
 that pair `is_current = False`. A pair whose answer was refused or invalid too often is parked
@@ -8,19 +12,20 @@ that pair `is_current = False`. A pair whose answer was refused or invalid too o
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from sqlalchemy.exc import IntegrityError
 
 from monitor.errors import MonitorError
 from monitor.judge.base import LABELS, Judge, Judgement
-from monitor.judge.grounding import ground
+from monitor.judge.grounding import Grounding, ground
 from monitor.judge.schema import parse_answer
 from monitor.judge.work import JudgeSummary
 from monitor.llm.texts import PaperText
 from monitor.llm.units import Pair, WorkUnit
-from monitor.store.assessments import add_assessment, is_judged, next_generation, supersede
+from monitor.store.assessments import add_current, judged_among, next_generations
 from monitor.store.db import Store
-from monitor.store.failures import FailedPair, clear_failure, record_failure
+from monitor.store.failures import FailedPair, clear_failures, record_failure
 
 log = logging.getLogger(__name__)
 
@@ -28,8 +33,8 @@ MAX_LOGGED_ERRORS = 20
 
 
 class AssessmentWriter:
-    """The judge's writer for the LLM engine (monitor/llm/engine.py): writes one unit's judgements, each
-    in its own transaction, and counts the outcome."""
+    """The judge's writer for the LLM engine (monitor/llm/engine.py): writes one unit's judgements in
+    one transaction, and counts the outcome."""
 
     def __init__(
         self,
@@ -65,6 +70,7 @@ class AssessmentWriter:
 
     def _write(self, unit: WorkUnit, judgements: list[Judgement]) -> None:
         by_claim = {j.claim_id: j for j in judgements}
+        answered: list[tuple[Pair, Judgement]] = []
         for pair in unit.pairs:
             judgement = by_claim.get(pair.claim.id)
             if judgement is None or judgement.label not in LABELS:
@@ -73,7 +79,67 @@ class AssessmentWriter:
                 self.error(message, 1)
                 self.pair_failed(unit.paper, pair, message)
                 continue
-            self._write_one(unit.paper, pair, judgement)
+            answered.append((pair, judgement))
+        try:
+            self._write_all(unit.paper, answered)
+        except IntegrityError:
+            # A concurrent run wrote one of these (cache_key, generation) first: pair by pair instead.
+            for one in answered:
+                try:
+                    self._write_all(unit.paper, [one])
+                except IntegrityError:
+                    self.summary.skipped += 1  # that run's row stands
+
+    def _write_all(self, paper: PaperText, answered: Sequence[tuple[Pair, Judgement]]) -> None:
+        """Write the answered pairs of one paper in one transaction; count them once it commits."""
+        if not answered:
+            return
+        keys = [pair.key for pair, _ in answered]
+        written: list[tuple[Judgement, bool]] = []
+        skipped = 0
+        with self.store.session() as session:
+            if self.force:
+                generations, done = next_generations(session, keys), set()
+            else:
+                generations, done = dict.fromkeys(keys, 0), judged_among(session, keys)
+            rows = []
+            for pair, judgement in answered:
+                if pair.key in done:
+                    skipped += 1
+                    continue
+                grounding = ground(judgement, paper, pair.claim.text)
+                rows.append(self._row(paper, pair, judgement, grounding, generations[pair.key]))
+                written.append((judgement, grounding.grounded))
+            add_current(session, rows)
+            clear_failures(session, [r["cache_key"] for r in rows])  # answered at last: unparked
+        self.summary.skipped += skipped
+        for judgement, grounded in written:
+            self.summary.judged += 1
+            self.summary.labels[judgement.label] += 1
+            self.summary.ungrounded += 0 if grounded else 1
+
+    def _row(
+        self, paper: PaperText, pair: Pair, judgement: Judgement, grounding: Grounding, generation: int
+    ) -> dict[str, object]:
+        return {
+            "cache_key": pair.key,
+            "generation": generation,
+            "arxiv_id": paper.arxiv_id,
+            "version": paper.version,
+            "claim_id": pair.claim.id,
+            "claim_text_hash": pair.text_hash,
+            "judge": self.judge.name,
+            "model": self.judge.model,
+            "prompt_version": self.judge.prompt_version,
+            "label": judgement.label,
+            "confidence": min(1.0, max(0.0, grounding.confidence)),
+            "rationale": judgement.rationale,
+            "evidence": judgement.evidence,
+            "grounded": grounding.grounded,
+            "abstained": judgement.abstained,
+            "exchange_id": judgement.exchange_id,
+            "run_id": self.run_id,
+        }
 
     def error(self, message: str, pairs: int) -> None:
         self.summary.errors += pairs
@@ -96,45 +162,3 @@ class AssessmentWriter:
             self.summary.newly_parked += 1
             if len(self.parked_messages) < MAX_LOGGED_ERRORS:
                 self.parked_messages.append(f"claim {pair.claim.id}: {message}")
-
-    def _write_one(self, paper: PaperText, pair: Pair, judgement: Judgement) -> None:
-        grounding = ground(judgement, paper, pair.claim.text)
-        try:
-            with self.store.session() as session:
-                generation = 0
-                if self.force:
-                    generation = next_generation(session, pair.key)
-                elif is_judged(session, pair.key):
-                    self.summary.skipped += 1
-                    return
-                row = add_assessment(
-                    session,
-                    {
-                        "cache_key": pair.key,
-                        "generation": generation,
-                        "arxiv_id": paper.arxiv_id,
-                        "version": paper.version,
-                        "claim_id": pair.claim.id,
-                        "claim_text_hash": pair.text_hash,
-                        "judge": self.judge.name,
-                        "model": self.judge.model,
-                        "prompt_version": self.judge.prompt_version,
-                        "label": judgement.label,
-                        "confidence": min(1.0, max(0.0, grounding.confidence)),
-                        "rationale": judgement.rationale,
-                        "evidence": judgement.evidence,
-                        "grounded": grounding.grounded,
-                        "abstained": judgement.abstained,
-                        "exchange_id": judgement.exchange_id,
-                        "run_id": self.run_id,
-                    },
-                )
-                clear_failure(session, pair.key)  # answered at last: no longer failing or parked
-                supersede(session, row)
-        except IntegrityError:
-            # A concurrent run wrote this (cache_key, generation) first: its row stands.
-            self.summary.skipped += 1
-            return
-        self.summary.judged += 1
-        self.summary.labels[judgement.label] += 1
-        self.summary.ungrounded += 0 if grounding.grounded else 1

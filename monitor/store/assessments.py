@@ -1,8 +1,8 @@
 """Assessments as the judge writes them: the cache keys judged already, the next generation of a forced
-rejudgement, a new current assessment, and the evidence quoted for a pair.
+rejudgement, new current assessments, and the evidence quoted for a pair.
 
 "Current" means the latest assessment per (arxiv_id, claim_id): `supersede` marks every older row of
-the pair `is_current = False` once a new one is written, in the writer's same transaction.
+the pair `is_current = False` as a new one is written (`add_current`), in the writer's same transaction.
 """
 
 from __future__ import annotations
@@ -30,37 +30,42 @@ def judged_keys(
     return set(session.scalars(query))
 
 
-def is_judged(session: Session, cache_key: str) -> bool:
-    """Whether some assessment (of any generation) has this cache key."""
-    return session.scalar(select(Assessment.id).where(Assessment.cache_key == cache_key).limit(1)) is not None
+def judged_among(session: Session, cache_keys: Sequence[str]) -> set[str]:
+    """Those of `cache_keys` that some assessment (of any generation) has."""
+    query = select(Assessment.cache_key).where(Assessment.cache_key.in_(list(cache_keys)))
+    return set(session.scalars(query))
 
 
-def next_generation(session: Session, cache_key: str) -> int:
-    """The generation a new judgement of this cache key gets: 0 for the first, else one past the latest."""
-    latest = session.scalar(select(func.max(Assessment.generation)).where(Assessment.cache_key == cache_key))
-    return 0 if latest is None else latest + 1
-
-
-def add_assessment(session: Session, fields: dict[str, Any]) -> Assessment:
-    """A new current assessment with the given column values; flushed, so it has an id."""
-    row = Assessment(is_current=True, **fields)
-    session.add(row)
-    session.flush()
-    return row
-
-
-def supersede(session: Session, row: Assessment) -> None:
-    """Make `row` the pair's only current assessment."""
-    session.execute(
-        update(Assessment)
-        .where(
-            Assessment.arxiv_id == row.arxiv_id,
-            Assessment.claim_id == row.claim_id,
-            Assessment.id != row.id,
-            Assessment.is_current.is_(True),
-        )
-        .values(is_current=False)
+def next_generations(session: Session, cache_keys: Sequence[str]) -> dict[str, int]:
+    """The generation a new judgement of each key gets: 0 for the first, else one past the latest."""
+    query = (
+        select(Assessment.cache_key, func.max(Assessment.generation))
+        .where(Assessment.cache_key.in_(list(cache_keys)))
+        .group_by(Assessment.cache_key)
     )
+    latest = {key: int(generation) for key, generation in session.execute(query)}
+    return {key: latest[key] + 1 if key in latest else 0 for key in cache_keys}
+
+
+def add_current(session: Session, rows: Sequence[dict[str, Any]]) -> None:
+    """New current assessments of one paper version, with the given column values; every earlier
+    current row of each pair (arxiv_id, claim_id) stops being current first. One UPDATE and one batch
+    of INSERTs, in the caller's transaction."""
+    if not rows:
+        return
+    for arxiv_id in {r["arxiv_id"] for r in rows}:
+        claim_ids = sorted({r["claim_id"] for r in rows if r["arxiv_id"] == arxiv_id})
+        session.execute(
+            update(Assessment)
+            .where(
+                Assessment.arxiv_id == arxiv_id,
+                Assessment.claim_id.in_(claim_ids),
+                Assessment.is_current.is_(True),
+            )
+            .values(is_current=False)
+        )
+    session.add_all([Assessment(is_current=True, **r) for r in rows])
+    session.flush()
 
 
 def latest_quote(session: Session, claim_id: str, arxiv_id: str) -> str | None:

@@ -7,7 +7,7 @@ crash loses at most the count of the pairs in flight.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import delete, func, select
@@ -80,6 +80,6 @@ def record_failure(store: Store, pair: FailedPair, error: str, run_id: int | Non
     return False
 
 
-def clear_failure(session: Session, cache_key: str) -> None:
-    """The pair was answered: forget its failures (and unpark it)."""
-    session.execute(delete(JudgeFailure).where(JudgeFailure.cache_key == cache_key))
+def clear_failures(session: Session, cache_keys: Sequence[str]) -> None:
+    """The pairs were answered: forget their failures (and unpark them)."""
+    session.execute(delete(JudgeFailure).where(JudgeFailure.cache_key.in_(list(cache_keys))))
