@@ -42,6 +42,8 @@ import numpy as np
 import yaml
 from sqlalchemy import create_engine, text
 
+from monitor.config import JudgeSettings
+
 REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("MONITOR_SHARED", REPO.parent / "shared"))
 PG_BASE = os.environ.get("MONITOR_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
@@ -51,6 +53,8 @@ SEED_CLAIMS = 35  # what `monitor seeds import` makes of seeds/ (10 dated claims
 TEACHER_FILES = ("other_claims.jsonl", "variant_claims.jsonl", "variant_claims_rl.jsonl", "pairs.jsonl")
 STAGES = ("import", "fetch", "relevance", "judge", "verdicts", "report")
 LINE_SIZE = 20  # claims per line of the generated claim file
+_JUDGE = JudgeSettings()  # the defaults the bench's config keeps
+TRIAGE_TOP_K, TRIAGE_ABOVE_CLAIMS = _JUDGE.embedded_top_k, _JUDGE.embedded_cut_above_claims
 
 
 def library(n: int, seed_texts: set[str]) -> list[str]:
@@ -179,10 +183,16 @@ def cell(url: str, work: Path, n_claims: int, n_papers: int, judge_claims: int |
     judged_pairs = assessed(url)
     stages["verdicts"] = timed(work, "verdicts", "--json")
     stages["report"] = timed(work, "report", "--period", WEEK)
-    # Scaled to every pair only when some claims were left out; with the embedded judge's triage cut
-    # (judge.embedded_top_k) the pairs below it are not the judge's work and are not scaled in.
-    candidate_pairs = sum(per_claim.get(c, 0) for c in chosen)
-    scale = pairs / candidate_pairs if judge_args and candidate_pairs else 1.0
+    # Scaled to every claim only when some were left out, by the pairs the judge reads: with the
+    # embedded judge's triage cut (the defaults: 10 a claim above 150 claims; the week is one ISO
+    # week) the pairs below it are not its work and are not scaled in.
+    cut = TRIAGE_TOP_K if len(ids) > TRIAGE_ABOVE_CLAIMS else None
+
+    def reads(claim: str) -> int:
+        return min(per_claim.get(claim, 0), cut) if cut else per_claim.get(claim, 0)
+
+    read_chosen = sum(reads(c) for c in chosen)
+    scale = sum(reads(c) for c in ids) / read_chosen if judge_args and read_chosen else 1.0
     row: dict[str, object] = {
         "claims": len(ids),
         "papers": got_papers,
