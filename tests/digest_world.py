@@ -9,8 +9,11 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import json
+from typing import Any
 
 from monitor.config import Settings
+from monitor.report.asks import ask_before_digest
+from monitor.report.digest import DigestResult, choose_period, write_digest
 from monitor.report.gather import gather_digest, settle_period
 from monitor.report.period import Period
 from monitor.report.research import DigestAsks
@@ -39,6 +42,45 @@ def settled_digest(
     period's outcomes first (report/gather.py `settle_period`), then the digest reads them."""
     settle_period(store, settings, period)
     return gather_digest(store, settings, period, asked)
+
+
+def settled_ask(store: Store, settings: Settings, period: Period, run_id: int | None = None) -> DigestAsks:
+    """The ask step as the pipeline runs it: after the outcomes step settled the period's outcomes,
+    which it reads (report/asks.py `ask_before_digest` never settles them)."""
+    settle_period(store, settings, period, run_id)
+    return ask_before_digest(store, settings, period, run_id)
+
+
+def settled_write(
+    store: Store,
+    settings: Settings,
+    period: str | Period | None = "week",
+    since: dt.date | None = None,
+    until: dt.date | None = None,
+    today: dt.date | None = None,
+    follow_store: bool = True,
+    **kw: Any,
+) -> DigestResult:
+    """`write_digest` as the pipeline's steps run it: the period's outcomes settled first (the outcomes
+    step, report/gather.py `settle_period`), then the digest written, a reader of them. `kw`: formats,
+    run_id, asked."""
+    chosen = choose_period(store, period, since, until, today, follow_store)
+    settle_period(store, settings, chosen, kw.get("run_id"))
+    return write_digest(store, settings, chosen, **kw)
+
+
+def count_calls(monkeypatch: Any, module: Any, name: str) -> list[tuple[Any, ...]]:
+    """Wrap `module.name` so each call's arguments are appended to the returned list; the real function
+    still runs (a counting spy, not a stand-in)."""
+    real = getattr(module, name)
+    calls: list[tuple[Any, ...]] = []
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, spy)
+    return calls
 
 
 class World:

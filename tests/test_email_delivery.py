@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import email
 import email.policy
+import json
 import logging
 import socket
 import ssl
@@ -14,13 +15,18 @@ from pathlib import Path
 import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult
-from digest_world import World, sample, trusted_settings
+from digest_world import World, count_calls, sample, settled_write, trusted_settings
+from llm_server import Reply, ScriptedLLM
+from sqlalchemy import select
+from test_report_digest import main_in_process
 
-from monitor.config import Settings
+from monitor.config import Settings, WebhookSettings
+from monitor.report import gather
 from monitor.report.delivery import DeliveryError, send_digest
-from monitor.report.digest import write_digest
-from monitor.schedule.pipeline import email_step
-from monitor.store.records import Digest
+from monitor.schedule.pipeline import email_step, webhook_step
+from monitor.store.records import Digest, Run
+from monitor.store.runs import recorded_run
+from monitor.verdicts import rollup
 
 PASSWORD = "s3cret-Pa55-never-logged"
 
@@ -159,7 +165,7 @@ def test_multipart_digest_is_sent_once_per_period_and_force_resends(store, smtp,
     sample(World(store))
     box = Mailbox()
     settings = mail_settings(tmp_path, smtp(box))
-    result = write_digest(store, settings, "2026-W11")
+    result = settled_write(store, settings, "2026-W11")
     assert email_step(store, settings, [result.digest_id]).digest_ids == [result.digest_id]
     [(rcpts, msg)] = box.messages
     assert rcpts == ["ana@example.org", "bo@example.org"]
@@ -175,7 +181,7 @@ def test_multipart_digest_is_sent_once_per_period_and_force_resends(store, smtp,
     when, recipients, _ = sent_at(store, result.digest_id)
     assert when is not None and recipients == ["ana@example.org", "bo@example.org"]
     # Same period again: not sent twice, even after a re-render.
-    again = write_digest(store, settings, "2026-W11")
+    again = settled_write(store, settings, "2026-W11")
     assert email_step(store, settings, [again.digest_id]).digest_ids == []
     assert send_digest(store, settings, result.digest_id) is False
     assert len(box.messages) == 1
@@ -187,7 +193,7 @@ def test_a_temporary_refusal_is_retried(lite, smtp, tmp_path, caplog) -> None:
     sample(World(lite))
     box = Mailbox(refuse_data=["451 4.3.0 try again later"])
     settings = mail_settings(tmp_path, smtp(box))
-    result = write_digest(lite, settings, "2026-W11")
+    result = settled_write(lite, settings, "2026-W11")
     with caplog.at_level(logging.WARNING, logger="monitor.report.delivery"):
         assert send_digest(lite, settings, result.digest_id) is True
     assert box.data_attempts == 2 and len(box.messages) == 1
@@ -198,7 +204,7 @@ def test_permanent_refusal_fails_without_retry_and_is_not_marked_sent(lite, smtp
     sample(World(lite))
     box = Mailbox(refuse_data=["554 5.7.1 rejected"] * 5)
     settings = mail_settings(tmp_path, smtp(box))
-    result = write_digest(lite, settings, "2026-W11")
+    result = settled_write(lite, settings, "2026-W11")
     with pytest.raises(DeliveryError, match="554"):
         send_digest(lite, settings, result.digest_id)
     assert box.data_attempts == 1
@@ -209,7 +215,7 @@ def test_retries_run_out_and_nothing_is_marked_sent(lite, smtp, tmp_path) -> Non
     sample(World(lite))
     box = Mailbox(refuse_data=["421 4.7.0 busy"] * 10)
     settings = mail_settings(tmp_path, smtp(box), max_retries=2)
-    result = write_digest(lite, settings, "2026-W11")
+    result = settled_write(lite, settings, "2026-W11")
     with pytest.raises(DeliveryError, match="421"):
         send_digest(lite, settings, result.digest_id)
     assert box.data_attempts == 3
@@ -219,7 +225,7 @@ def test_retries_run_out_and_nothing_is_marked_sent(lite, smtp, tmp_path) -> Non
 def test_unreachable_server_is_a_delivery_error(lite, tmp_path) -> None:
     sample(World(lite))
     settings = mail_settings(tmp_path, free_port(), max_retries=1)
-    result = write_digest(lite, settings, "2026-W11")
+    result = settled_write(lite, settings, "2026-W11")
     with pytest.raises(DeliveryError, match="did not accept"):
         send_digest(lite, settings, result.digest_id)
 
@@ -228,7 +234,7 @@ def test_partial_recipient_refusal_counts_as_sent_to_the_others(lite, smtp, tmp_
     sample(World(lite))
     box = Mailbox(refuse_rcpt={"bo@example.org"})
     settings = mail_settings(tmp_path, smtp(box))
-    result = write_digest(lite, settings, "2026-W11")
+    result = settled_write(lite, settings, "2026-W11")
     with caplog.at_level(logging.WARNING):
         assert send_digest(lite, settings, result.digest_id) is True
     assert [r for r, _ in box.messages] == [["ana@example.org"]]
@@ -262,7 +268,7 @@ def test_auth_over_starttls_with_a_private_ca_never_logs_the_password(
     settings = mail_settings(
         tmp_path, port, "starttls", username="monitor", password=loaded.email.password, ca_file=certificate[0]
     )
-    result = write_digest(lite, settings, "2026-W11")
+    result = settled_write(lite, settings, "2026-W11")
     with caplog.at_level(logging.DEBUG):
         assert send_digest(lite, settings, result.digest_id) is True
     assert logins.seen == [("monitor", PASSWORD)]
@@ -276,7 +282,7 @@ def test_starttls_refuses_an_untrusted_certificate(lite, smtp, tmp_path, certifi
     box = Mailbox()
     port = smtp(box, tls_context=server_context(certificate), require_starttls=True)
     settings = mail_settings(tmp_path, port, "starttls")  # no ca_file: the self-signed cert is not trusted
-    result = write_digest(lite, settings, "2026-W11")
+    result = settled_write(lite, settings, "2026-W11")
     with pytest.raises(DeliveryError, match="CERTIFICATE_VERIFY_FAILED|certificate verify failed"):
         send_digest(lite, settings, result.digest_id)
     assert box.messages == []
@@ -287,7 +293,7 @@ def test_implicit_ssl(lite, smtp, tmp_path, certificate) -> None:
     box = Mailbox()
     port = smtp(box, ssl_context=server_context(certificate))
     settings = mail_settings(tmp_path, port, "ssl", ca_file=certificate[0])
-    result = write_digest(lite, settings, "2026-W11")
+    result = settled_write(lite, settings, "2026-W11")
     assert send_digest(lite, settings, result.digest_id) is True
     assert len(box.messages) == 1
 
@@ -297,7 +303,7 @@ def test_no_recipients_is_a_config_error(lite, tmp_path) -> None:
 
     sample(World(lite))
     settings = mail_settings(tmp_path, 25, recipients=[])
-    result = write_digest(lite, settings, "2026-W11")
+    result = settled_write(lite, settings, "2026-W11")
     with pytest.raises(ConfigError, match="recipients"):
         send_digest(lite, settings, result.digest_id)
 
@@ -310,7 +316,7 @@ def test_a_crash_after_the_server_accepted_resends_with_the_same_message_id(
     sample(World(store))
     box = Mailbox()
     settings = mail_settings(tmp_path, smtp(box))
-    result = write_digest(store, settings, "2026-W11")
+    result = settled_write(store, settings, "2026-W11")
     real_utcnow = delivery.utcnow
     calls = {"n": 0}
 
@@ -345,7 +351,7 @@ def test_a_rerender_keeps_the_email_state_so_the_resend_after_a_kill_warns(
     sample(World(lite))
     box = Mailbox(refuse_rcpt={"bo@example.org"})
     settings = mail_settings(tmp_path, smtp(box))
-    result = write_digest(lite, settings, "2026-W11")
+    result = settled_write(lite, settings, "2026-W11")
     real_utcnow = delivery.utcnow
     calls = {"n": 0}
 
@@ -360,14 +366,14 @@ def test_a_rerender_keeps_the_email_state_so_the_resend_after_a_kill_warns(
         send_digest(lite, settings, result.digest_id)
     monkeypatch.setattr(delivery, "utcnow", real_utcnow)
     # The next `monitor run` renders the period again before it mails what is unsent.
-    write_digest(lite, settings, "2026-W11")
+    settled_write(lite, settings, "2026-W11")
     _, _, stats = sent_at(lite, result.digest_id)
     assert stats["email_attempt"]["message_id"] == box.messages[0][1]["Message-ID"]
     assert "changed" in stats  # the rendering's counts are the new ones
     with caplog.at_level(logging.WARNING, logger="monitor.report.delivery"):
         assert send_digest(lite, settings, result.digest_id) is True
     assert "may have been delivered" in caplog.text
-    write_digest(lite, settings, "2026-W11")  # and the refused recipients stay recorded after it was sent
+    settled_write(lite, settings, "2026-W11")  # and the refused recipients stay recorded after it was sent
     assert sent_at(lite, result.digest_id)[2]["email_refused"] == ["bo@example.org"]
 
 
@@ -377,7 +383,78 @@ def test_writing_a_digest_never_mails_it(store, smtp, tmp_path) -> None:
     box = Mailbox()
     settings = mail_settings(tmp_path, smtp(box))
     settings.report.email = True
-    result = write_digest(store, settings, "2026-W11")
+    result = settled_write(store, settings, "2026-W11")
     assert box.messages == [] and sent_at(store, result.digest_id)[0] is None
     assert email_step(store, settings, [result.digest_id]).digest_ids == [result.digest_id]
     assert len(box.messages) == 1
+
+
+def test_monitor_report_settles_once_and_the_digest_mail_and_webhook_only_read(
+    store, db_url, smtp, tmp_path, monkeypatch, capsys
+) -> None:
+    """`monitor report --email --notify`, the real command: its outcomes step is the one settle of the
+    run; the digest, the mail and the webhook post each read the stored outcomes (one load of the
+    evidence apiece, to check they are current), none settles again."""
+    sample(World(store))
+    box = Mailbox()
+    port = smtp(box)
+    email_env = {"HOST": "127.0.0.1", "PORT": str(port), "SECURITY": "none", "SENDER": "m@example.org"}
+    for key, value in email_env.items():
+        monkeypatch.setenv(f"MONITOR_EMAIL__{key}", value)
+    monkeypatch.setenv("MONITOR_EMAIL__RECIPIENTS", json.dumps(["ana@example.org"]))
+    settles = count_calls(monkeypatch, gather, "settle_outcomes")
+    loads = count_calls(monkeypatch, rollup, "load_evidence")
+    with ScriptedLLM() as hooks:
+        hooks.default = lambda _request: Reply(200, "ok")
+        url = hooks.url.removesuffix("/v1") + "/hook"
+        monkeypatch.setenv("MONITOR_REPORT__WEBHOOKS", json.dumps([{"kind": "json", "url": url}]))
+        args = ["report", "--period", "2026-W11", "--email", "--notify"]
+        code, out, err = main_in_process(args, db_url, tmp_path, monkeypatch, capsys)
+        assert code == 0, (out, err)
+        assert len(box.messages) == 1 and len(hooks.requests) == 1
+    assert len(settles) == 1
+    assert len(loads) == 4  # the settle, then the digest's, the mail's and the post's freshness checks
+    with store.session() as s:
+        run = s.scalars(select(Run).where(Run.command == "report")).one()
+        assert run.status == "ok" and run.counts["outcomes"]["computed"] == 8
+
+
+def test_a_later_run_settles_an_earlier_digests_period_once_before_mailing_it(
+    store, smtp, tmp_path, monkeypatch
+) -> None:
+    """A digest an earlier run wrote but did not mail, its evidence moved since: the run that mails it
+    settles its period first (once, in the step), so the mail shows the evidence as it is now; a digest
+    that is not mailed (already sent) is not read, so nothing is settled for it."""
+    w = World(store)
+    sample(w)
+    box = Mailbox()
+    settings = mail_settings(tmp_path, smtp(box))
+    with recorded_run(store, "run") as run:
+        result = settled_write(store, settings, "2026-W11", run_id=run.id)
+    w.paper("2603.08888", "Calibration breaks under scale", dt.date(2026, 3, 13))
+    w.assess("2603.08888", "c_calib", "OVERTURNS", 0.97, evidence="calibration breaks")
+    settles = count_calls(monkeypatch, gather, "settle_outcomes")
+    assert email_step(store, settings).digest_ids == [result.digest_id]
+    assert len(settles) == 1
+    [(_, msg)] = box.messages
+    assert "Calibration breaks under scale" in msg.get_body(("plain",)).get_content()
+    assert email_step(store, settings).digest_ids == [] and len(settles) == 1
+
+
+def test_a_webhook_post_of_an_already_posted_digest_settles_nothing(store, tmp_path, monkeypatch) -> None:
+    """webhook_step looks at every recent digest; one every webhook has had is not read, so not settled."""
+    sample(World(store))
+    settings = trusted_settings()
+    settings.paths.reports = tmp_path / "reports"
+    with ScriptedLLM() as hooks:
+        hooks.default = lambda _request: Reply(200, "ok")
+        url = hooks.url.removesuffix("/v1") + "/hook"
+        settings.report = settings.report.model_copy(
+            update={"webhooks": [WebhookSettings(kind="json", url=url, retry_wait_seconds=0.01)]}
+        )
+        with recorded_run(store, "run") as run:
+            settled_write(store, settings, "2026-W11", run_id=run.id)
+        settles = count_calls(monkeypatch, gather, "settle_outcomes")
+        assert len(webhook_step(store, settings).digest_ids) == 1 and len(settles) == 1
+        assert webhook_step(store, settings).digest_ids == [] and len(settles) == 1
+        assert len(hooks.requests) == 1

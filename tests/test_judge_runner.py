@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from digest_world import settled_write
 from llm_server import Reply, ScriptedLLM, answer, answering, completion
 from pydantic import SecretStr
 from rich.console import Console
@@ -25,7 +26,6 @@ from monitor.judge.base import Judge, Judgement
 from monitor.judge.openai_judge import OpenAIJudge
 from monitor.judge.runner import judge_pending
 from monitor.llm.texts import ClaimText, PaperText
-from monitor.report.digest import write_digest
 from monitor.schedule.show import print_runs
 from monitor.store.db import Store
 from monitor.store.models import Assessment, Candidate, Claim, Paper, PaperVersion
@@ -548,7 +548,7 @@ def test_a_pair_that_keeps_failing_is_parked_then_retried_by_a_retest(
     print_runs(console, list_runs(store, 5), as_json=False)
     assert "1 parked" in console.export_text()
     settings.paths.reports, settings.report.research_questions = tmp_path, False
-    digest = write_digest(store, settings, "2026-W11").paths["md"].read_text()
+    digest = settled_write(store, settings, "2026-W11").paths["md"].read_text()
     assert "**1 pair parked**" in digest
     llm.default = answering()
     retried = judge_pending(store, settings, retry_parked=True)

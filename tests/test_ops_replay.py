@@ -69,6 +69,32 @@ def test_replay_writes_a_digest_per_week_with_verdicts_as_they_were(tmp_path: Pa
     assert all(p.skipped for p in again.periods) and again.pairs_judged == 0
 
 
+def test_replay_loads_each_weeks_evidence_once_to_settle_and_once_to_read(
+    tmp_path: Path, sqlite_url: str, monkeypatch
+) -> None:
+    """Per week, the verdicts step settles the verdicts' and the digest's outcomes on one load of the
+    evidence; the outcomes step records that without loading it again, and the digest reads (one load to
+    check the stored outcomes are current). Nothing else settles."""
+    from digest_world import count_calls
+
+    from monitor.report import gather
+    from monitor.verdicts import rollup
+
+    snapshot = tmp_path / "snapshot.jsonl"
+    write_snapshot(snapshot)
+    store = open_store(sqlite_url)
+    settings = make_settings(tmp_path, sqlite_url)
+    settles = count_calls(monkeypatch, gather, "settle_outcomes")
+    loads = count_calls(monkeypatch, rollup, "load_evidence")
+    summary = replay(store, settings, str(snapshot), dt.date.fromisoformat(FROM), dt.date.fromisoformat(TO))
+    assert summary.digests_written == 2
+    assert settles == [] and len(loads) == 2 * 2
+    with store.session() as s:
+        counts = s.scalars(select(Run.counts).where(Run.command == "replay")).one()
+    # The last week's outcomes, as the verdicts step settled them: its Sunday and the Sunday before.
+    assert counts["outcomes"]["as_of"] == ["2025-03-09", "2025-03-16"] and counts["outcomes"]["claims"] > 0
+
+
 def test_killed_replay_resumes_where_it_stopped(tmp_path: Path, sqlite_url: str) -> None:
     db_url = sqlite_url
     snapshot = tmp_path / "snapshot.jsonl"

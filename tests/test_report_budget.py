@@ -6,10 +6,9 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-from digest_world import World, trusted_settings
+from digest_world import World, settled_write, trusted_settings
 
 from monitor.report.budget import CLAIMS_IN_FULL, LISTED_CLAIMS
-from monitor.report.digest import write_digest
 
 LINES, PER_LINE = 8, 20  # 160 claims: above LISTED_CLAIMS
 
@@ -33,7 +32,7 @@ def test_large_library_digest_shows_changes_and_strongest_news_in_full(store, tm
     settings = trusted_settings()
     settings.paths.reports = tmp_path / "reports"
 
-    result = write_digest(store, settings, "2026-W11", formats=["html"])
+    result = settled_write(store, settings, "2026-W11", formats=["html"])
     text = result.paths["md"].read_text()
 
     in_full = re.findall(r"^### \w+( \(was \w+\))?: Claim number (\d+) holds", text, re.MULTILINE)

@@ -12,14 +12,13 @@ import uuid
 from pathlib import Path
 
 import pytest
-from digest_world import TRUSTED_ENV, World, sample, trusted_settings
+from digest_world import TRUSTED_ENV, World, sample, settled_write, trusted_settings
 from ops_helpers import cli
 from sqlalchemy import func, select
 
 from monitor import files as files_module
 from monitor.config import Settings
 from monitor.errors import FileWriteError
-from monitor.report.digest import write_digest
 from monitor.store.records import Digest, Run
 
 REPO = Path(__file__).resolve().parent.parent
@@ -35,7 +34,7 @@ def test_writes_files_and_one_row_per_period(store, tmp_path) -> None:
     w = World(store)
     sample(w)
     settings = settings_for(tmp_path)
-    result = write_digest(store, settings, "2026-W11", formats=["html"])
+    result = settled_write(store, settings, "2026-W11", formats=["html"])
     md_path, html_path = result.paths["md"], result.paths["html"]
     assert md_path == tmp_path / "reports" / "digest-2026-W11.md" and html_path.suffix == ".html"
     text = md_path.read_text()
@@ -54,7 +53,7 @@ def test_writes_files_and_one_row_per_period(store, tmp_path) -> None:
     # New evidence arrives for the same week: re-rendering overwrites the file and updates the row.
     w.paper("2603.09999", "Late support", dt.date(2026, 3, 14))
     w.assess("2603.09999", "c_div", "SUPPORTS", 0.8)
-    again = write_digest(store, settings, "2026-W11")
+    again = settled_write(store, settings, "2026-W11")
     assert again.digest_id == result.digest_id
     assert "Late support" in md_path.read_text()
     with store.session() as s:
@@ -73,10 +72,10 @@ def test_month_and_custom_file_names(store, tmp_path) -> None:
     sample(World(store))
     settings = settings_for(tmp_path)
     assert (
-        write_digest(store, settings, "month", today=dt.date(2026, 4, 2)).paths["md"].name
+        settled_write(store, settings, "month", today=dt.date(2026, 4, 2)).paths["md"].name
         == "digest-2026-03.md"
     )
-    custom = write_digest(store, settings, None, since=dt.date(2026, 3, 1), until=dt.date(2026, 3, 15))
+    custom = settled_write(store, settings, None, since=dt.date(2026, 3, 1), until=dt.date(2026, 3, 15))
     assert custom.paths["md"].name == "digest-2026-03-01_2026-03-15.md"
     assert "Dense updates" in custom.paths["md"].read_text()
 
@@ -84,7 +83,7 @@ def test_month_and_custom_file_names(store, tmp_path) -> None:
 def test_a_failed_write_leaves_the_old_file_and_no_temp_files(store, tmp_path, monkeypatch) -> None:
     sample(World(store))
     settings = settings_for(tmp_path)
-    first = write_digest(store, settings, "2026-W11").paths["md"]
+    first = settled_write(store, settings, "2026-W11").paths["md"]
     before = first.read_text()
 
     def broken_replace(src: str, dst: str) -> None:
@@ -92,7 +91,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temp_files(store, tmp_path, m
 
     monkeypatch.setattr(files_module.os, "replace", broken_replace)
     with pytest.raises(FileWriteError, match=f"cannot write {first}: disk full"):
-        write_digest(store, settings, "2026-W11")
+        settled_write(store, settings, "2026-W11")
     assert first.read_text() == before
     assert sorted(p.name for p in first.parent.iterdir()) == [first.name, "feed.xml"]
 
@@ -176,8 +175,8 @@ def test_cli_report_verdicts_show(store, db_url, tmp_path, monkeypatch, capsys) 
 def test_content_hash_ignores_generation_time(store, tmp_path) -> None:
     sample(World(store))
     settings = settings_for(tmp_path)
-    first = write_digest(store, settings, "2026-W11")
-    second = write_digest(store, settings, "2026-W11")
+    first = settled_write(store, settings, "2026-W11")
+    second = settled_write(store, settings, "2026-W11")
     assert first.content_sha256 == second.content_sha256
 
 
@@ -187,9 +186,9 @@ def test_replayed_week_counts_pairs_judged_later_about_its_papers(store, tmp_pat
     # A replay judges an old week's paper today: its pair and tokens belong to that week's digest.
     w.paper("2603.06666", "Judged during a replay", dt.date(2026, 3, 13))
     w.assess("2603.06666", "c_div", "SUPPORTS", 0.8, created_at=dt.datetime(2026, 11, 1, 9))
-    result = write_digest(store, settings_for(tmp_path), "2026-W11")
+    result = settled_write(store, settings_for(tmp_path), "2026-W11")
     assert result.stats["pairs_judged"] == 4 and result.stats["new_evidence"] == 2
-    later = write_digest(
+    later = settled_write(
         store, settings_for(tmp_path), None, since=dt.date(2026, 11, 1), until=dt.date(2026, 11, 7)
     )
     assert later.stats["pairs_judged"] == 1 and later.stats["new_evidence"] == 0
@@ -201,11 +200,11 @@ def test_default_week_follows_a_snapshot_store_but_not_a_quiet_live_one(store, t
     w.paper("2608.00001", "Old snapshot paper", published=dt.date(2026, 8, 21))
     settings = settings_for(tmp_path)
     # Three months later the store ends long before the last complete week: report the store's last week.
-    stale = write_digest(store, settings, today=dt.date(2026, 11, 22))
+    stale = settled_write(store, settings, today=dt.date(2026, 11, 22))
     assert stale.period.key == "2026-W34"
     # A live store whose newest paper is from this week reports last week, even though it was empty.
     w.paper("2611.00002", "This week's paper", published=dt.date(2026, 11, 24))
-    live = write_digest(store, settings, today=dt.date(2026, 11, 26))
+    live = settled_write(store, settings, today=dt.date(2026, 11, 26))
     assert live.period.key == "2026-W47"
 
 
@@ -219,7 +218,7 @@ def test_reporting_a_snapshot_stores_last_week_is_information_not_a_warning(
     World(store).paper("2608.00001", "Old snapshot paper", published=dt.date(2026, 8, 21))
     caplog.set_level(logging.INFO, logger="monitor")
     with recorded_run(store, "report") as run:
-        result = write_digest(store, settings_for(tmp_path), run_id=run.id, today=dt.date(2026, 11, 22))
+        result = settled_write(store, settings_for(tmp_path), run_id=run.id, today=dt.date(2026, 11, 22))
     assert result.period.key == "2026-W34"
     notes = [r for r in caplog.records if "reporting the period that holds it" in r.getMessage()]
     assert [r.levelno for r in notes] == [logging.INFO]
@@ -245,8 +244,8 @@ def test_an_atom_feed_lists_every_digest_and_feedparser_reads_it(store, tmp_path
 
     sample(World(store))
     settings = settings_for(tmp_path)
-    write_digest(store, settings, "2026-W10")
-    write_digest(store, settings, "2026-W11", formats=["html"])
+    settled_write(store, settings, "2026-W10")
+    settled_write(store, settings, "2026-W11", formats=["html"])
     feed = feedparser.parse(str(tmp_path / "reports" / "feed.xml"))
     assert not feed.bozo, feed.get("bozo_exception")
     assert feed.version == "atom10" and feed.feed.title == "Claim monitor digest"
@@ -264,12 +263,12 @@ def test_an_atom_feed_lists_every_digest_and_feedparser_reads_it(store, tmp_path
         "2026-W11": [(folder / "digest-2026-W11.html").as_uri(), (folder / "digest-2026-W11.md").as_uri()],
         "2026-W10": [(folder / "digest-2026-W10.md").as_uri()],
     }
-    write_digest(store, settings, "2026-W11")
+    settled_write(store, settings, "2026-W11")
     again = feedparser.parse(str(tmp_path / "reports" / "feed.xml"))
     assert [again.feed.id] + [e.id for e in again.entries] == ids
     # Served from a web server, the links start with report.public_url.
     settings.report.public_url = "https://example.org/claims/reports"
-    write_digest(store, settings, "2026-W11")
+    settled_write(store, settings, "2026-W11")
     served = feedparser.parse(str(tmp_path / "reports" / "feed.xml"))
     assert not served.bozo
     links = _feed_links(tmp_path / "reports" / "feed.xml")
@@ -294,7 +293,7 @@ def test_digests_follow_the_umask_and_a_killed_writes_temp_files_are_cleaned(sto
     fresh.write_text("being written")
     previous = os.umask(0o022)
     try:
-        path = write_digest(store, settings, "2026-W11").paths["md"]
+        path = settled_write(store, settings, "2026-W11").paths["md"]
     finally:
         os.umask(previous)
     assert path.stat().st_mode & 0o777 == 0o644  # not mkstemp's 0600
@@ -321,10 +320,10 @@ def test_the_caller_decides_whether_a_stale_store_moves_the_period(store, tmp_pa
     """Following a snapshot store's last week is the caller's choice, said at info level, not a warning."""
     World(store).paper("2608.00001", "Old snapshot paper", published=dt.date(2026, 8, 21))
     settings = settings_for(tmp_path)
-    kept = write_digest(store, settings, today=dt.date(2026, 11, 22), follow_store=False)
+    kept = settled_write(store, settings, today=dt.date(2026, 11, 22), follow_store=False)
     assert kept.period.key == "2026-W46"  # the last complete week before that Sunday
     with caplog.at_level("INFO", logger="monitor.report.digest"):
-        moved = write_digest(store, settings, today=dt.date(2026, 11, 22))
+        moved = settled_write(store, settings, today=dt.date(2026, 11, 22))
     assert moved.period.key == "2026-W34"
     [notice] = [r for r in caplog.records if "newest stored paper" in r.getMessage()]
     assert notice.levelname == "INFO"

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from digest_world import TRUSTED_ENV, World, settled_digest, trusted_settings
+from digest_world import TRUSTED_ENV, World, settled_ask, settled_digest, trusted_settings
 from llm_server import Reply, ScriptedLLM, completion
 from ops_helpers import cli
 from sqlalchemy import select
@@ -24,7 +24,6 @@ from monitor.claims.importer import import_claims
 from monitor.config import Settings
 from monitor.errors import UsageError
 from monitor.llm.answers import InvalidAnswer
-from monitor.report.asks import ask_before_digest
 from monitor.report.period import resolve_period
 from monitor.report.render import render
 from monitor.review.queue import record
@@ -189,7 +188,7 @@ def test_rejecting_keeps_the_claim_and_the_digest_shows_open_proposals(store, ll
     settings.report.research_questions = False  # only the proposal's call reaches the server
     llm.push(reply())
     week = resolve_period("2026-W11")
-    digest = settled_digest(store, settings, week, ask_before_digest(store, settings, week))
+    digest = settled_digest(store, settings, week, settled_ask(store, settings, week))
     text = render(digest, "md", settings)
     [view] = open_views(store)
     assert f"**Proposed wording** (scripted-model, citing 2603.00001): {WORDING}" in text

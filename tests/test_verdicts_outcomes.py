@@ -11,13 +11,14 @@ import datetime as dt
 import json
 
 import pytest
-from digest_world import World, sample, settled_digest, trusted_settings
+from digest_world import World, sample, settled_digest, settled_write, trusted_settings
 from sqlalchemy import func, select
 
 from monitor.report.digest import write_digest
 from monitor.report.gather import gather_digest, settle_period
 from monitor.report.period import resolve_period
 from monitor.store.models import ClaimOutcome
+from monitor.store.records import Digest
 from monitor.verdicts.rollup import (
     OutcomesNotStored,
     compute_verdicts,
@@ -149,12 +150,33 @@ def test_evidence_judged_after_a_digest_shows_when_it_is_written_again(store, tm
     settings.paths.reports = tmp_path / "reports"
     w = World(store)
     sample(w)
-    before = write_digest(store, settings, WEEK, formats=["md"]).paths["md"].read_text()
+    before = settled_write(store, settings, WEEK, formats=["md"]).paths["md"].read_text()
     assert "Calibration breaks under scale" not in before
     w.paper("2603.08888", "Calibration breaks under scale", dt.date(2026, 3, 13))
     w.assess("2603.08888", "c_calib", "OVERTURNS", 0.97, evidence="calibration breaks")
-    after = write_digest(store, settings, WEEK, formats=["md"]).paths["md"].read_text()
+    after = settled_write(store, settings, WEEK, formats=["md"]).paths["md"].read_text()
     assert "Calibration breaks under scale" in after
     with store.session() as s:
         now = stored_outcome(s, "c_calib", WEEK.end)
     assert now is not None and "2603.08888" in {i.arxiv_id for i in now.counted}
+
+
+def test_write_digest_reads_the_outcomes_and_never_settles_them(store, tmp_path) -> None:
+    """The digest is a reader: unsettled, it raises naming what to run first and writes nothing; once
+    the period is settled it is written; evidence judged since makes it raise again, not recompute."""
+    settings = trusted_settings()
+    settings.paths.reports = tmp_path / "reports"
+    w = World(store)
+    sample(w)
+    with pytest.raises(OutcomesNotStored, match=r"none is stored.*settle_period.*outcomes step"):
+        write_digest(store, settings, WEEK)
+    with store.session() as s:
+        assert s.scalar(select(func.count()).select_from(Digest)) == 0
+    assert not (tmp_path / "reports" / "digest-2026-W11.md").exists()
+    settle_period(store, settings, WEEK)
+    assert write_digest(store, settings, WEEK).paths["md"].exists()
+    w.paper("2603.09999", "Calibration holds", dt.date(2026, 3, 14))
+    w.assess("2603.09999", "c_calib", "SUPPORTS", 0.95, evidence="calibration holds")
+    with pytest.raises(OutcomesNotStored, match="c_calib.*evidence changed.*settle_period"):
+        write_digest(store, settings, WEEK)
+    assert _rows(store) == 8 and settle_period(store, settings, WEEK).computed == 1

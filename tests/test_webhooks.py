@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import test_digest_judging_failures as failures
 import test_ops_run_faults as faults
-from digest_world import NASTY, TRUSTED_ENV, World, open_sqlite, sample, trusted_settings
+from digest_world import NASTY, TRUSTED_ENV, World, open_sqlite, sample, settled_write, trusted_settings
 from llm_server import Reply, ScriptedLLM, answering
 from ops_helpers import make_settings, monitor, write_config
 from test_report_digest import main_in_process
@@ -26,7 +26,6 @@ from test_report_digest import main_in_process
 from monitor.config import Settings, WebhookSettings
 from monitor.errors import ConfigError
 from monitor.report.delivery import DeliveryError
-from monitor.report.digest import write_digest
 from monitor.report.webhooks import SCHEMA, notify_digest
 from monitor.schedule.pipeline import deliver_digest
 from monitor.store.digests import WEBHOOKS_POSTED
@@ -39,7 +38,7 @@ llm, snapshot = faults.llm, faults.snapshot  # the scripted judge and the small 
 
 def write_and_deliver(store, settings: Settings, period: str, email: bool = False, notify: bool = False):
     """`monitor report --period P [--email] [--notify]`: the digest is written, then delivered."""
-    result = write_digest(store, settings, period)
+    result = settled_write(store, settings, period)
     result.sent, result.posted = deliver_digest(
         store, settings, None, result.digest_id, email=email, notify=notify, force=False
     )
@@ -163,7 +162,7 @@ def test_a_503_with_retry_after_is_retried_after_the_wait_asked(lite, server, tm
     sample(World(lite))
     server.push(Reply(503, {"error": "busy"}, headers={"Retry-After": "1"}))
     settings = hook_settings(tmp_path, {"kind": "slack", "url": hook_url(server)})
-    result = write_digest(lite, settings, "2026-W11")
+    result = settled_write(lite, settings, "2026-W11")
     with caplog.at_level(logging.DEBUG):
         assert len(notify_digest(lite, settings, result.digest_id)) == 1
     first, second = server.requests
@@ -178,7 +177,7 @@ def test_retries_run_out_and_nothing_is_recorded(lite, server, tmp_path) -> None
     sample(World(lite))
     server.default = lambda _request: Reply(502, "bad gateway")
     settings = hook_settings(tmp_path, {"kind": "json", "url": hook_url(server), "max_retries": 2})
-    result = write_digest(lite, settings, "2026-W11")
+    result = settled_write(lite, settings, "2026-W11")
     with pytest.raises(DeliveryError, match="HTTP 502") as failure:
         notify_digest(lite, settings, result.digest_id)
     assert len(server.requests) == 3 and posted(lite, result.digest_id) == {}
@@ -189,7 +188,7 @@ def test_a_redirect_is_a_refusal_not_followed(lite, server, tmp_path) -> None:
     sample(World(lite))
     server.push(Reply(302, "", headers={"Location": hook_url(server, "/elsewhere")}))
     settings = hook_settings(tmp_path, {"kind": "json", "url": hook_url(server)})
-    result = write_digest(lite, settings, "2026-W11")
+    result = settled_write(lite, settings, "2026-W11")
     with pytest.raises(DeliveryError, match="HTTP 302"):
         notify_digest(lite, settings, result.digest_id)
     assert [(r.method, r.path) for r in server.requests] == [("POST", f"/services/{SECRET}")]
@@ -198,7 +197,7 @@ def test_a_redirect_is_a_refusal_not_followed(lite, server, tmp_path) -> None:
 def test_a_digest_that_is_not_final_is_not_posted_unless_forced(lite, server, tmp_path, caplog) -> None:
     sample(World(lite))
     settings = hook_settings(tmp_path, {"kind": "json", "url": hook_url(server)})
-    result = write_digest(lite, settings, "2026-W11")
+    result = settled_write(lite, settings, "2026-W11")
     with lite.session() as s:  # as a digest most of whose pairs failed is recorded (views.Summary.final)
         row = s.get(Digest, result.digest_id)
         row.stats = {**row.stats, "final": False}
@@ -241,7 +240,7 @@ def test_a_missing_url_variable_and_a_bad_url_are_config_errors_that_do_not_show
     sample(World(lite))
     monkeypatch.delenv("MONITOR_SLACK_URL", raising=False)
     settings = hook_settings(tmp_path, {"kind": "slack", "url_env": "MONITOR_SLACK_URL"})
-    result = write_digest(lite, settings, "2026-W11")
+    result = settled_write(lite, settings, "2026-W11")
     with pytest.raises(ConfigError, match=r"report.webhooks\[0\]: environment variable MONITOR_SLACK_URL"):
         notify_digest(lite, settings, result.digest_id)
     monkeypatch.setenv("MONITOR_SLACK_URL", f"hooks.example.org/services/{SECRET}")
@@ -259,7 +258,7 @@ def test_an_unreachable_webhook_fails_without_its_secret_in_the_message(lite, tm
         port = sock.getsockname()[1]
     url = f"http://127.0.0.1:{port}/services/{SECRET}?token={SECRET}"
     settings = hook_settings(tmp_path, {"kind": "slack", "url": url, "max_retries": 1})
-    result = write_digest(lite, settings, "2026-W11")
+    result = settled_write(lite, settings, "2026-W11")
     with pytest.raises(DeliveryError, match="ConnectionRefusedError") as failure:
         notify_digest(lite, settings, result.digest_id)
     assert SECRET not in str(failure.value) and f"127.0.0.1:{port}" in str(failure.value)
@@ -273,13 +272,13 @@ def test_monitor_run_posts_each_recent_digest_once(lite, server, tmp_path) -> No
     sample(World(lite))
     settings = hook_settings(tmp_path, {"kind": "json", "url": hook_url(server)})
     with recorded_run(lite, "run") as run:
-        write_digest(lite, settings, "2026-W11", run_id=run.id)
+        settled_write(lite, settings, "2026-W11", run_id=run.id)
         posted = webhook_step(lite, settings)
         run.record(posted)  # what pipeline.Steps does with a step's result
         assert len(posted.digest_ids) == 1
         assert run.counts["webhooks"] == {"posted": 1, "periods": ["2026-W11"]}
     with recorded_run(lite, "run") as rerun:
-        write_digest(lite, settings, "2026-W11", run_id=rerun.id)
+        settled_write(lite, settings, "2026-W11", run_id=rerun.id)
         assert webhook_step(lite, settings).digest_ids == []
     assert len(server.requests) == 1
 
@@ -296,8 +295,8 @@ def test_a_post_that_fails_still_leaves_what_was_posted_on_the_run(lite, server,
     server.default = lambda _request: next(answers)
     settings = hook_settings(tmp_path, {"kind": "json", "url": hook_url(server)})
     with pytest.raises(DeliveryError), recorded_run(lite, "run") as run:
-        first = write_digest(lite, settings, "2026-W10", run_id=run.id)
-        write_digest(lite, settings, "2026-W11", run_id=run.id)
+        first = settled_write(lite, settings, "2026-W10", run_id=run.id)
+        settled_write(lite, settings, "2026-W11", run_id=run.id)
         webhook_step(lite, settings)
     assert len(server.requests) == 2 and posted(lite, first.digest_id)
     with lite.session() as s:

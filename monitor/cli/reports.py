@@ -77,7 +77,7 @@ def report_command(
     """Write the digest for a period (default: the last complete ISO week); optionally mail and post it."""
     from monitor.report.digest import choose_period
     from monitor.report.show import check_formats, print_digest_result
-    from monitor.schedule.pipeline import ask_step, deliver_digest, outcomes_step, report_step
+    from monitor.schedule.pipeline import SettledPeriods, ask_step, deliver_digest, outcomes_step, report_step
     from monitor.store.runs import recorded_run
 
     app_ctx = ctx_of(ctx)
@@ -88,13 +88,21 @@ def report_command(
     with recorded_run(app_ctx.existing_store, "report") as run:
         store = app_ctx.store
         chosen = choose_period(store, period or settings.report.period, day(since), day(until))
-        run.record(outcomes_step(store, settings, run.id, chosen))
+        settled = outcomes_step(store, settings, run.id, chosen)  # the run's one settle: the rest read
+        run.record(settled)
         asked = ask_step(store, settings, run.id, chosen)
         run.record(asked)
         result = report_step(store, settings, run.id, chosen, asked, formats)
         run.record(result)
         mail = email or settings.report.email
         result.sent, result.posted = deliver_digest(
-            store, settings, run, result.digest_id, email=mail, notify=notify, force=force
+            store,
+            settings,
+            run,
+            result.digest_id,
+            email=mail,
+            notify=notify,
+            force=force,
+            settled=SettledPeriods(store, settings, run.id, [settled]),
         )
     print_digest_result(console, result)

@@ -11,7 +11,7 @@ records on the run what asking did (`asks`, and `research` as research.py counts
 from __future__ import annotations
 
 from monitor.config import Settings
-from monitor.report.gather import gather_digest, settle_period
+from monitor.report.gather import gather_digest
 from monitor.report.period import Period
 from monitor.report.research import DigestAsks, research_questions
 from monitor.review.rewording import propose_rewordings
@@ -23,7 +23,8 @@ def ask_before_digest(
     store: Store, settings: Settings, period: Period, run_id: int | None = None
 ) -> DigestAsks:
     """Propose wordings, then ask each line's research questions, for the digest of `period`; the LLM
-    exchanges are stored under `run_id`."""
+    exchanges are stored under `run_id`. Reads the period's outcomes as the caller settled them
+    (`settle_period`; OutcomesNotStored if it did not)."""
     asked = DigestAsks(period.key)
     # Without an LLM there is nothing to ask: the digest says so itself, without gathering twice.
     if settings.llm_configured():
@@ -37,8 +38,7 @@ def ask_before_digest(
 
 
 def _ask(store: Store, settings: Settings, period: Period, run_id: int | None, asked: DigestAsks) -> None:
-    settle_period(store, settings, period, run_id)
-    digest = gather_digest(store, settings, period)
+    digest = gather_digest(store, settings, period)  # on the outcomes the outcomes step settled
     due = sorted({c.id for line in digest.lines for c in line.claims if c.conditions})  # claim id order
     if due and settings.llm_configured():
         done = propose_rewordings(store, settings, due, run_id)

@@ -23,7 +23,7 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_expo
 from monitor.config import Settings
 from monitor.errors import ConfigError, MonitorError
 from monitor.report.email import build_message, message_id, subject_for
-from monitor.report.gather import gather_digest, settle_period
+from monitor.report.gather import gather_digest
 from monitor.report.period import Period, resolve_period
 from monitor.report.render import render
 from monitor.store.db import Store
@@ -169,6 +169,16 @@ def period_of(row: DigestRow) -> Period:
     return resolve_period(row.period_key)
 
 
+def mail_due(store: Store, digest_id: int, force: bool = False) -> Period | None:
+    """The period of a recorded digest `send_digest` would mail now (None: it would not, or there is no
+    such digest), so its caller settles that period's outcomes only for a digest that is read."""
+    with store.session() as s:
+        row = s.get(DigestRow, digest_id)
+        if row is None or _withheld(row, force) is not None:
+            return None
+        return period_of(row)
+
+
 def is_final(row: DigestRow) -> bool:
     """Whether the recorded digest rests on most of its period's pairs (views.Summary.final)."""
     return bool((row.stats or {}).get("final", True))
@@ -177,6 +187,7 @@ def is_final(row: DigestRow) -> bool:
 def send_digest(store: Store, settings: Settings, digest_id: int, force: bool = False) -> bool:
     """Email a recorded digest. False when it was already sent for its period, or an earlier send
     may have been delivered (the server never answered after the message went), and `force` is not set.
+    Reads its period's outcomes as the caller settled them (schedule/pipeline.py `email_step`).
     """
     recipients = list(settings.email.recipients)
     if not recipients:
@@ -185,7 +196,6 @@ def send_digest(store: Store, settings: Settings, digest_id: int, force: bool = 
     if claimed is None:
         return False
     period, msg_id = claimed
-    settle_period(store, settings, period)
     digest = gather_digest(store, settings, period)
     msg = build_message(
         settings,
@@ -250,28 +260,13 @@ def _begin_send(
         row = s.get(DigestRow, digest_id)
         if row is None:
             raise MonitorError(f"no digest with id {digest_id}")
-        if row.sent_at is not None and not force:
-            log.info("digest %s already sent at %s; not sending again", row.period_key, row.sent_at)
-            return None
-        if not is_final(row) and not force:
-            # Most of its pairs failed or were parked: mailing it would read as news; a later run
-            # that judges them rewrites the digest, and that one is mailed.
-            log.warning("digest %s is not final (the judge failed on most pairs); not mailed", row.period_key)
+        withheld = _withheld(row, force)
+        if withheld is not None:
+            level, message = withheld
+            log.log(level, "%s", message)
             return None
         state = row.stats or {}
         unconfirmed = state.get(EMAIL_UNCONFIRMED)
-        if unconfirmed and not force:
-            # The message went out in full and the server never said no: a blind resend could
-            # be every recipient's second copy. A person decides (--force).
-            log.warning(
-                "digest %s: the send at %s got no answer after the message went out (%s), so it may "
-                "have been delivered; %s",
-                row.period_key,
-                unconfirmed.get("at"),
-                unconfirmed.get("message_id"),
-                _resend_hint(row.period_key),
-            )
-            return None
         msg_id = message_id(settings, row.period_key, recipients)
         earlier = state.get(EMAIL_ATTEMPT)
         if earlier and row.sent_at is None and not unconfirmed:
@@ -286,6 +281,30 @@ def _begin_send(
         # Record the attempt before the message leaves, so a crash after the server's 250 is known.
         row.stats = {**state, EMAIL_ATTEMPT: {"at": utcnow().isoformat(), "message_id": msg_id}}
         return period_of(row), msg_id
+
+
+def _withheld(row: DigestRow, force: bool) -> tuple[int, str] | None:
+    """Why the digest is not mailed now, as (log level, message); None: it goes."""
+    if force:
+        return None
+    if row.sent_at is not None:
+        return logging.INFO, f"digest {row.period_key} already sent at {row.sent_at}; not sending again"
+    if not is_final(row):
+        # Most of its pairs failed or were parked: mailing it would read as news; a later run
+        # that judges them rewrites the digest, and that one is mailed.
+        return logging.WARNING, (
+            f"digest {row.period_key} is not final (the judge failed on most pairs); not mailed"
+        )
+    unconfirmed = (row.stats or {}).get(EMAIL_UNCONFIRMED)
+    if unconfirmed:
+        # The message went out in full and the server never said no: a blind resend could
+        # be every recipient's second copy. A person decides (--force).
+        return logging.WARNING, (
+            f"digest {row.period_key}: the send at {unconfirmed.get('at')} got no answer after the "
+            f"message went out ({unconfirmed.get('message_id')}), so it may have been delivered; "
+            f"{_resend_hint(row.period_key)}"
+        )
+    return None
 
 
 def _describe_refusal(value: tuple[int, bytes]) -> str:

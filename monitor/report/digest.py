@@ -15,7 +15,7 @@ from monitor.config import Settings
 from monitor.files import write_together
 from monitor.report.budget import fold_large_library
 from monitor.report.feed import write_feed
-from monitor.report.gather import gather_digest, settle_period
+from monitor.report.gather import gather_digest
 from monitor.report.period import Period, resolve_period
 from monitor.report.render import fmt_date, render
 from monitor.report.research import DigestAsks
@@ -137,10 +137,12 @@ def write_digest(
     Markdown is always written (it is the source of truth); `formats` may add "html". Re-rendering a
     period overwrites its files and updates its one `digests` row. `asked`: what the ask step before
     it (report/asks.py) got from the LLM; the digest itself calls none. `follow_store`: see `choose_period`.
+
+    A reader of the period's outcomes: the caller settled them first (`settle_period`, the pipeline's
+    outcomes step), and a missing or stale one raises OutcomesNotStored, never a verdict computed here.
     """
     chosen = choose_period(store, period, since, until, today, follow_store)
     wanted = ["md", *[f for f in (formats or settings.report.formats) if f != "md"]]
-    settle_period(store, settings, chosen, run_id)
     digest = gather_digest(store, settings, chosen, asked)
     stats = digest.summary.as_stats() | {"lines": len(digest.lines)}  # counted before folding
     fold_large_library(digest)

@@ -2,7 +2,8 @@
 
 A claim's verdict in the digest is its outcome under the rules at the period's end (and, to say whether
 it changed, at the day before the period began: `Period.verdict_days`) as the verdicts stage stored it
-(`settle_outcomes`, which every caller runs first); the digest reads it and never computes one.
+(`settle_outcomes`, which a run's entry point runs once first: schedule/pipeline.py `outcomes_step`);
+the ask step, the digest, its mail and webhooks read it and never compute one.
 "New evidence" is a counted assessment whose paper version was announced in the period. The embedded
 judge's unconfirmed stances are not evidence the digest can sign: its papers are listed for triage
 (ranked, with the abstract sentence closest to the claim, no stance), and its labels wait in
@@ -179,7 +180,8 @@ def gather_digest(
     store: Store, settings: Settings, period: Period, asked: DigestAsks | None = None
 ) -> DigestView:
     """Build the digest view-model for one period. A pure reader: it calls no LLM, computes no verdict
-    and writes nothing; the caller settles the period's outcomes first (`settle_period`).
+    and writes nothing; the run settles the period's outcomes first (`settle_period`, once: the
+    pipeline's outcomes step), and a missing or stale one raises OutcomesNotStored.
 
     Research questions are `asked`'s (the ask step before the digest, report/asks.py), else an earlier
     identical request's stored answer; proposed wordings are the open ones in the store.
@@ -231,7 +233,8 @@ def settle_period(
     store: Store, settings: Settings, period: Period, run_id: int | None = None
 ) -> OutcomeRun:
     """The verdicts stage's outcomes at the period's dates, computed where the evidence changed since
-    they were stored: what every caller of `gather_digest` runs first."""
+    they were stored: what a run does once before anything calls `gather_digest` (schedule/pipeline.py
+    `outcomes_step`; `SettledPeriods` for a digest delivered on its own)."""
     return settle_outcomes(store, settings, period.verdict_days, run_id)
 
 

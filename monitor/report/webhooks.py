@@ -38,7 +38,8 @@ from monitor.errors import ConfigError, MonitorError
 from monitor.llm.retry import retry_after_seconds, safe_url, server_failure
 from monitor.report.delivery import DeliveryError, is_final, period_of, report_args
 from monitor.report.feed import digest_url, summary_line
-from monitor.report.gather import gather_digest, settle_period
+from monitor.report.gather import gather_digest
+from monitor.report.period import Period
 from monitor.report.views import DigestView, EvidenceView
 from monitor.store.db import Store
 from monitor.store.digests import WEBHOOKS_POSTED
@@ -277,7 +278,7 @@ def post(hook: Hook, body: bytes) -> int:
 def notify_digest(store: Store, settings: Settings, digest_id: int, force: bool = False) -> list[str]:
     """Post a recorded digest's summary to every configured webhook that has not had it (all with
     `force`). Returns the webhooks posted to; DeliveryError (8) names those that failed, after the
-    others were tried."""
+    others were tried. Reads its period's outcomes as the caller settled them (schedule/pipeline.py)."""
     hooks = resolve_hooks(settings)
     if not hooks:
         raise ConfigError("report.webhooks is empty: nowhere to post the digest")
@@ -291,12 +292,11 @@ def notify_digest(store: Store, settings: Settings, digest_id: int, force: bool 
         log.warning("digest %s is not final (the judge failed on most pairs); not posted to webhooks", key)
         return []
     posted_before = stats.get(WEBHOOKS_POSTED) or {}
-    due = [h for h in hooks if force or h.key not in posted_before]
+    due = _due(hooks, stats, force)
     for hook in (h for h in hooks if h not in due):
         log.info("digest %s already posted to %s at %s", key, hook.shown, posted_before[hook.key].get("at"))
     if not due:
         return []
-    settle_period(store, settings, period)
     summary = summary_payload(gather_digest(store, settings, period), stats, _links(settings, files))
     bodies = {"json": summary, "slack": slack_payload(summary)}
     posted, failed = [], []
@@ -316,6 +316,22 @@ def notify_digest(store: Store, settings: Settings, digest_id: int, force: bool 
         )
         raise DeliveryError(f"digest {key}: {'; '.join(failed)}; {hint}")
     return posted
+
+
+def posts_due(store: Store, settings: Settings, digest_id: int, force: bool = False) -> Period | None:
+    """The period of a recorded digest `notify_digest` would post now to some webhook (None: to none,
+    or there is no such digest), so its caller settles that period's outcomes only for a digest read."""
+    with store.session() as s:
+        row = s.get(DigestRow, digest_id)
+        if row is None or not (force or is_final(row)) or not _due(resolve_hooks(settings), row.stats, force):
+            return None
+        return period_of(row)
+
+
+def _due(hooks: list[Hook], stats: dict[str, Any] | None, force: bool) -> list[Hook]:
+    """The webhooks that have not had the digest (all with `force`)."""
+    posted_before = (stats or {}).get(WEBHOOKS_POSTED) or {}
+    return [h for h in hooks if force or h.key not in posted_before]
 
 
 def _links(settings: Settings, files: tuple[str | None, ...]) -> dict[str, str | None]:

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from monitor.report.period import Period
     from monitor.report.research import DigestAsks
     from monitor.sources.ingest import FetchSummary
+    from monitor.verdicts.rollup import OutcomeRun, VerdictRun
 
 log = logging.getLogger(__name__)
 
@@ -196,39 +197,67 @@ def _pipeline(
     if scope is not None:
         scope.count_unjudged(store, settings, plan.judge_for(settings).name)
         run.record(scope)
-    step("verdicts", lambda: verdicts_step(store, settings, run))
-    if not opts.report:
-        return
-    if period is None:
+    if opts.report and period is None:
         from monitor.report.digest import choose_period
 
         period = choose_period(store, settings.report.period)
-    step("outcomes", lambda: outcomes_step(store, settings, run.id, period))
+    # The verdicts step settles the digest's dates too, on its one load of the evidence.
+    report_period = period if opts.report else None
+    verdicts = step("verdicts", lambda: verdicts_step(store, settings, run, period=report_period))
+    if period is None or not opts.report:
+        return
+    settled = step("outcomes", lambda: outcomes_step(store, settings, run.id, period, verdicts.outcomes))
     asked = step("ask", lambda: ask_step(store, settings, run.id, period))
     digest = step("report", lambda: report_step(store, settings, run.id, period, asked))
     outcome.digest_id = digest.digest_id
     outcome.digest_paths = [str(p) for p in digest.paths.values()]
-    deliver(step, store, settings, outcome, settings.report.email if opts.email is None else opts.email)
+    email = settings.report.email if opts.email is None else opts.email
+    deliver(step, store, settings, outcome, email, SettledPeriods(store, settings, run.id, [settled]))
     check_final(digest)
 
 
-def deliver(step: Steps, store: Store, settings: Settings, outcome: RunOutcome, email: bool) -> None:
+def deliver(
+    step: Steps, store: Store, settings: Settings, outcome: RunOutcome, email: bool, settled: SettledPeriods
+) -> None:
     """Mail the digests due (with `email`), then post them to the configured webhooks: a failure of one
-    does not keep the other from going out; DeliveryError (8) after both were tried."""
+    does not keep the other from going out; DeliveryError (8) after both were tried. `settled`: what
+    this run's outcomes step settled, read as it is; another digest's period is settled once first."""
     from monitor.report.delivery import DeliveryError, raise_failures
 
     failures: list[DeliveryError] = []
     if email:
         try:
-            outcome.emailed = step("email", lambda: email_step(store, settings)).digest_ids
+            outcome.emailed = step("email", lambda: email_step(store, settings, settled=settled)).digest_ids
         except DeliveryError as exc:
             failures.append(exc)
     if settings.report.webhooks:
         try:
-            outcome.posted = step("webhooks", lambda: webhook_step(store, settings)).digest_ids
+            outcome.posted = step("webhooks", lambda: webhook_step(store, settings, settled)).digest_ids
         except DeliveryError as exc:
             failures.append(exc)
     raise_failures(failures)
+
+
+class SettledPeriods:
+    """The digest periods whose outcomes this run settled on the evidence as it still is (its outcomes
+    step): mail and webhooks read those as they are. A digest of another period they deliver (an
+    earlier run's, not yet sent; or one delivered on its own) has its period settled here first, once,
+    and only when it is about to be read: the readers never settle (report/gather.py)."""
+
+    def __init__(
+        self, store: Store, settings: Settings, run_id: int | None, done: list[OutcomeRun] | None = None
+    ) -> None:
+        self.store, self.settings, self.run_id = store, settings, run_id
+        self.days = [frozenset(run.days) for run in done or []]
+
+    def ensure(self, period: Period | None) -> None:
+        """Settle `period`'s outcomes unless this run did (None: no digest of it is read)."""
+        if period is None or frozenset(period.verdict_days) in self.days:
+            return
+        from monitor.report.gather import settle_period
+
+        settle_period(self.store, self.settings, period, self.run_id)
+        self.days.append(frozenset(period.verdict_days))
 
 
 def check_final(digest: Any) -> None:
@@ -406,18 +435,37 @@ def check_judged(summary: JudgeSummary, settings: Settings, again: str) -> None:
         raise JudgeError(f"the judge answered none of {summary.errors} pair(s){first}")
 
 
-def verdicts_step(store: Store, settings: Settings, run: RunRecord, as_of: dt.date | None = None) -> Any:
+def verdicts_step(
+    store: Store,
+    settings: Settings,
+    run: RunRecord,
+    as_of: dt.date | None = None,
+    period: Period | None = None,
+) -> VerdictRun:
+    """The verdicts at `as_of`; with `period`, the run's digest's outcomes settled on the same load of
+    the evidence (`VerdictRun.outcomes`, which `outcomes_step` then takes as they are)."""
     from monitor.verdicts.rollup import compute_verdicts
 
-    return compute_verdicts(store, settings, as_of=as_of, run_id=run.id)
+    days = period.verdict_days if period is not None else ()
+    return compute_verdicts(store, settings, as_of=as_of, run_id=run.id, digest_days=days)
 
 
-def outcomes_step(store: Store, settings: Settings, run_id: int | None, period: Period) -> Any:
+def outcomes_step(
+    store: Store,
+    settings: Settings,
+    run_id: int | None,
+    period: Period,
+    settled: OutcomeRun | None = None,
+) -> OutcomeRun:
     """The verdicts stage's outcomes at the dates the digest of `period` shows, computed where the
-    evidence changed since they were stored, before the ask step and the digest read them (the digest
-    computes none); recorded on the run as `outcomes`."""
+    evidence changed since they were stored: the one settle of a run, before the ask step, the digest,
+    its mail and its webhooks read them (none of them computes one); recorded on the run as `outcomes`.
+    `settled`: what the verdicts step just before settled at those dates (`VerdictRun.outcomes`),
+    nothing having changed since, taken as it is rather than loading the evidence again."""
     from monitor.report.gather import settle_period
 
+    if settled is not None and set(settled.days) == set(period.verdict_days):
+        return settled
     return settle_period(store, settings, period, run_id)
 
 
@@ -475,26 +523,31 @@ def email_step(
     settings: Settings,
     digest_ids: list[int] | None = None,
     force: bool = False,
+    settled: SettledPeriods | None = None,
 ) -> Emailed:
     """The one place a digest is mailed from. Sends `digest_ids` (`monitor report --email`; `force`
     resends one already sent), or else this run's digest and any recent one an earlier, killed run
-    wrote but did not send."""
-    from monitor.report.delivery import send_digest
+    wrote but did not send. A digest's period is settled before it is read unless `settled` has it."""
+    from monitor.report.delivery import mail_due, send_digest
 
+    settled = settled or SettledPeriods(store, settings, None)
     sent: list[int] = []
     for digest_id in pending_deliveries(store) if digest_ids is None else digest_ids:
+        settled.ensure(mail_due(store, digest_id, force))
         if send_digest(store, settings, digest_id, force=force):
             sent.append(digest_id)
     with store.session() as s:
         return Emailed(sent, period_keys(s, sent))
 
 
-def webhook_step(store: Store, settings: Settings) -> Posted:
+def webhook_step(store: Store, settings: Settings, settled: SettledPeriods | None = None) -> Posted:
     """Post this run's digest, and any recent one not yet posted to every webhook, to report.webhooks.
-    DeliveryError (8) after all were tried, carrying what was posted."""
+    DeliveryError (8) after all were tried, carrying what was posted. A digest's period is settled
+    before it is read unless `settled` has it."""
     from monitor.report.delivery import DeliveryError, raise_failures
-    from monitor.report.webhooks import notify_digest
+    from monitor.report.webhooks import notify_digest, posts_due
 
+    settled = settled or SettledPeriods(store, settings, None)
     since = utcnow() - RESEND_WINDOW
     with store.session() as s:
         due = unsent_digests(s, since, ("run", "daemon:digest"), mailed_too=True)
@@ -502,6 +555,7 @@ def webhook_step(store: Store, settings: Settings) -> Posted:
     failures: list[DeliveryError] = []
     for digest_id in due:
         try:
+            settled.ensure(posts_due(store, settings, digest_id))
             if notify_digest(store, settings, digest_id):
                 posted.append(digest_id)
         except DeliveryError as exc:  # the next digest is still tried
@@ -521,19 +575,21 @@ def deliver_digest(
     email: bool,
     notify: bool,
     force: bool,
+    settled: SettledPeriods | None = None,
 ) -> tuple[bool | None, list[str] | None]:
     """`monitor report --email/--notify`: mail and post one digest; (sent, the webhooks posted to), None
-    where not asked.
+    where not asked. `settled`: what the run's outcomes step settled (else its period is settled once).
     A failure of one does not keep the other from going out; DeliveryError (8) after both were tried."""
     from monitor.report.delivery import DeliveryError, raise_failures
-    from monitor.report.webhooks import notify_digest
+    from monitor.report.webhooks import notify_digest, posts_due
 
+    settled = settled or SettledPeriods(store, settings, run.id if run is not None else None)
     sent: bool | None = None
     posted: list[str] | None = None
     failures: list[DeliveryError] = []
     if email:
         try:
-            emailed = email_step(store, settings, [digest_id], force=force)
+            emailed = email_step(store, settings, [digest_id], force=force, settled=settled)
             if run is not None:
                 run.record(emailed)
             sent = emailed.digest_ids != []
@@ -541,6 +597,7 @@ def deliver_digest(
             failures.append(exc)
     if notify:
         try:
+            settled.ensure(posts_due(store, settings, digest_id, force))
             posted = notify_digest(store, settings, digest_id, force=force)
         except DeliveryError as exc:
             failures.append(exc)

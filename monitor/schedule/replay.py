@@ -256,9 +256,11 @@ def _replay_period(
     plan.spent += judged.tokens
     result.candidates, result.judged = picked.candidates_added, judged.judged
     pause_at(f"replay:{period.key}:before_digest")  # test-only crash point
-    changes = step("verdicts", lambda: verdicts_step(store, settings, run, as_of=period.end))
+    # The verdicts at the period's end and the digest's outcomes are settled on one load of the
+    # evidence; the outcomes step records them, and the digest reads them.
+    changes = step("verdicts", lambda: verdicts_step(store, settings, run, as_of=period.end, period=period))
     result.verdict_changes = len(changes)
-    step("outcomes", lambda: outcomes_step(store, settings, run.id, period))
+    step("outcomes", lambda: outcomes_step(store, settings, run.id, period, changes.outcomes))
     asked = step("ask", lambda: ask_step(store, settings, run.id, period))
     digest = step("report", lambda: report_step(store, settings, run.id, period, asked))
     result.digest = str(digest.paths.get("md", ""))

@@ -61,13 +61,19 @@ class VerdictChange:
 
 class VerdictRun(list[VerdictChange]):
     """The rows `compute_verdicts` wrote, and its tally: recorded on the run as `verdicts` by the caller
-    (StageCounts)."""
+    (StageCounts). `outcomes`: what it settled at the digest's dates it was also given (None: none)."""
 
     stage: ClassVar[str] = "verdicts"
 
-    def __init__(self, changes: list[VerdictChange], as_of: dt.date, tally: dict[str, int]) -> None:
+    def __init__(
+        self,
+        changes: list[VerdictChange],
+        as_of: dt.date,
+        tally: dict[str, int],
+        outcomes: OutcomeRun | None = None,
+    ) -> None:
         super().__init__(changes)
-        self.as_of, self.tally = as_of, tally
+        self.as_of, self.tally, self.outcomes = as_of, tally, outcomes
 
     def stage_counts(self) -> dict[str, Any]:
         return {
@@ -195,7 +201,8 @@ def with_decision(item: EvidenceItem, decision: Decision) -> EvidenceItem:
 
 class OutcomesNotStored(RuntimeError):
     """A reader asked for outcomes the verdicts stage did not store for the evidence as it is now: the
-    caller skipped `settle_outcomes` for those dates (a programming error, never the user's)."""
+    caller skipped `settle_outcomes` for those dates (a programming error, never the user's). Readers
+    never settle: the entry point does, once (schedule/pipeline.py `outcomes_step`)."""
 
 
 @dataclass
@@ -301,8 +308,9 @@ def stored_outcomes(
             if row is None or row.fingerprint != inputs.fingerprint(claim.id, day):
                 why = "none is stored" if row is None else "its evidence changed since it was stored"
                 raise OutcomesNotStored(
-                    f"claim {claim.id}: no current outcome at {day} ({why}); "
-                    "the verdicts stage (settle_outcomes) must run for that date before it is read"
+                    f"claim {claim.id}: no current outcome at {day} ({why}); settle the outcomes at "
+                    "that date before reading them: `settle_outcomes`, for a digest's period "
+                    "report/gather.py `settle_period`, as the pipeline's outcomes step does"
                 )
             found[day][claim.id] = Outcome.from_dict(row.outcome)
     return found
@@ -348,20 +356,34 @@ def verdict_details(outcome: Outcome) -> dict[str, object]:
 
 
 def compute_verdicts(
-    store: Store, settings: Settings, as_of: dt.date | None = None, run_id: int | None = None
+    store: Store,
+    settings: Settings,
+    as_of: dt.date | None = None,
+    run_id: int | None = None,
+    digest_days: Iterable[dt.date] = (),
 ) -> VerdictRun:
     """Recompute every active claim's verdict at `as_of` (default today, UTC) and record what changed.
 
     Only papers published on or before `as_of` count, so a replay can step through past weeks.
     `run_id`: the run the rows are written by; the caller records the returned counts on it.
+    `digest_days`: the dates of the digest this run writes next (`Period.verdict_days`), whose outcomes
+    are settled on the same load of the evidence, as `settle_outcomes` would, and kept: the returned
+    run's `outcomes`, so the pipeline's outcomes step need not load the evidence again.
     """
     day = as_of or dt.datetime.now(dt.UTC).date()
     changes: list[VerdictChange] = []
     tally = dict.fromkeys(STATUSES, 0)
+    extra = sorted(set(digest_days))
+    settled: OutcomeRun | None = None
     with store.session() as s:
         claims = active_claims(s)
         inputs = _Inputs.load(s, settings, claims)
         results, _ = _settle(s, inputs, {c.id: {day} for c in claims}, run_id)
+        if extra:
+            # The verdict's own date was settled just above: counted as settle_outcomes would find it.
+            wanted = {c.id: set(extra) - {day} for c in claims}
+            _, computed = _settle(s, inputs, {cid: days for cid, days in wanted.items() if days}, run_id)
+            settled = OutcomeRun(extra, len(claims), computed)
         for claim in claims:
             outcome = results[claim.id, day]
             tally[outcome.status] += 1
@@ -396,17 +418,19 @@ def compute_verdicts(
                     verdict_id=row.id,
                 )
             )
-        _keep_shown(s, inputs, day, run_id)
-    return VerdictRun(changes, day, tally)
+        _keep_shown(s, inputs, {day, *extra}, run_id)
+    return VerdictRun(changes, day, tally, settled)
 
 
-def _keep_shown(session: Session, inputs: _Inputs, day: dt.date, run_id: int | None) -> None:
+def _keep_shown(session: Session, inputs: _Inputs, settled: set[dt.date], run_id: int | None) -> None:
     """Keep each claim's outcome at its current verdict row's date stored (`monitor show` reads it,
     with the evidence as it is now, as the verdict table's row summarises it), and drop its other rows
-    but today's: a digest's dates are settled again before it is written, so daily runs pile nothing up."""
+    but those just `settled` (today's, this run's digest's): another digest's dates are settled again
+    before it is read, so daily runs pile nothing up."""
     current = latest_verdict_days(session, [c.id for c in inputs.claims])
-    keep = {c.id: {day} | ({current[c.id]} if c.id in current else set()) for c in inputs.claims}
-    _settle(session, inputs, {cid: days - {day} for cid, days in keep.items() if days - {day}}, run_id)
+    keep = {c.id: settled | ({current[c.id]} if c.id in current else set()) for c in inputs.claims}
+    due = {cid: days - settled for cid, days in keep.items() if days - settled}
+    _settle(session, inputs, due, run_id)
     prune_outcomes(session, keep)
 
 
