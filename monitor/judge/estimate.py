@@ -5,30 +5,39 @@ the judge reads relevance, never the reverse).
 
 For the store's papers (each paper's latest version) and its active claims, every alternative is
 scored the way `select_candidates` scores (learned per-claim cuts, the per-batch ceiling), and the
-pairs it would select are grouped into calls (`group_units`) and priced with the judge's own
-estimates (`estimate_judge_units`, `token_cost`) and, for the LLM screen, its prompts. Nothing is
-written: no candidate, no mark, no cached embedding. Scores do not depend on the share, so each method
-scores the papers once and every share is a different cut of the same matrix.
+pairs it would select are grouped into calls and priced as the judge's own estimates price them
+(`estimate_judge_units`, `token_cost`) and, for the LLM screen, its prompts. Nothing is written: no
+candidate, no mark, no cached embedding.
+
+A week of a large library is millions of pairs, so nothing is kept per pair or rendered per call.
+The papers are read batch by batch, as the stage reads them: each batch is tokenised and scored by
+BM25 once for every alternative (the scorers share their queries), scored by each method and gate once
+for every share, and each share's pairs are only counted (a paper's calls never span two batches).
+Each paper's and claim's title vector is embedded at most once for all scorers, and each scorer
+scores the reference sample once for all its shares. Prompts are priced from their parts
+(monitor/llm/grouped.py): each abstract is rendered once, and the figures are those of rendering
+every call.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from monitor.config import RelevanceSettings, Settings
 from monitor.judge.prompts import load_prompts
-from monitor.judge.work import estimate_judge_units
+from monitor.judge.work import judge_pricing
 from monitor.llm.cost import token_cost
+from monitor.llm.grouped import GroupedPricing, Priced
 from monitor.llm.texts import ClaimText, PaperText
-from monitor.llm.units import Pair, WorkUnit, group_units
-from monitor.relevance.reference import claim_cuts
-from monitor.relevance.scoring import PaperDoc, select_pairs
-from monitor.relevance.screen import estimate_screen_units, load_screen_prompts
+from monitor.relevance.bm25 import tokenize
+from monitor.relevance.reference import share_cuts
+from monitor.relevance.scoring import PaperDoc, RelevanceScorer, selection
+from monitor.relevance.screen import load_screen_prompts, screen_pricing
 from monitor.relevance.select import batch_ceiling, load_claim_queries, make_scorer, paper_docs
-from monitor.relevance.text import ClaimQuery
+from monitor.relevance.text import ClaimQuery, paper_text
 from monitor.store import Store
 from monitor.store.claims import claim_date_texts
 from monitor.store.papers import latest_versions
@@ -66,59 +75,40 @@ def _latest_papers(store: Store, days: int | None) -> list[PaperDoc]:
         return paper_docs(latest_versions(session, days))
 
 
-def _chosen(
-    scores: np.ndarray, cuts: np.ndarray, cfg: RelevanceSettings, share: float
-) -> Iterator[tuple[int, list[int]]]:
-    """(paper index, claim indices) of each paper with a selected pair, batch by batch as the stage cuts."""
-    ceiling = batch_ceiling(cfg, share)
-    for start in range(0, scores.shape[1], cfg.batch_size):
-        part = scores[:, start : start + cfg.batch_size]
-        pairs = select_pairs(part, cuts, np.ones(part.shape, dtype=bool), ceiling, cfg.min_score)
-        by_paper: dict[int, list[int]] = {}
-        for c, p, _ in pairs:
-            by_paper.setdefault(start + p, []).append(c)
-        yield from sorted(by_paper.items())
-
-
-Chosen = list[tuple[int, list[int]]]
-
-
-def _units(
-    papers: Sequence[PaperDoc], claims: Sequence[ClaimText], chosen: Chosen, per_call: int
-) -> list[WorkUnit]:
-    """The calls of the chosen pairs: each paper's chosen claims, per_call at a time."""
-    rows = (
-        (
-            PaperText(papers[p].arxiv_id, papers[p].version, papers[p].title, papers[p].abstract),
-            Pair(claims[c]),
-        )
-        for p, chosen_claims in chosen
-        for c in chosen_claims
-    )
-    return group_units(rows, per_call)
-
-
-def _judge_cost(
-    settings: Settings, papers: Sequence[PaperDoc], claims: Sequence[ClaimText], chosen: Chosen
-) -> tuple[int, int, int]:
-    """Calls, prompt and completion tokens of judging the chosen pairs (judge.claims_per_call a call)."""
-    units = _units(papers, claims, chosen, settings.judge.claims_per_call)
-    return len(units), *estimate_judge_units(units, load_prompts(settings.judge.prompts_dir))
-
-
-def _screen_cost(
-    settings: Settings, papers: Sequence[PaperDoc], claims: Sequence[ClaimText], chosen: Chosen
-) -> tuple[int, int, int]:
-    """Calls and tokens of screening the chosen pairs, relevance.screen_claims_per_call a call, as the
-    screen's own estimate budgets them."""
-    units = _units(papers, claims, chosen, settings.relevance.screen_claims_per_call)
-    return len(units), *estimate_screen_units(units, load_screen_prompts(settings.judge.prompts_dir))
-
-
 def _claim_texts(store: Store, queries: Sequence[ClaimQuery]) -> list[ClaimText]:
     with store.session() as session:
         dates = claim_date_texts(session)
     return [ClaimText(id=q.claim_id, text=q.text, date_text=dates.get(q.claim_id)) for q in queries]
+
+
+@dataclass
+class _Cut:
+    """One alternative being counted: a share of one scorer's scores, judged or screened."""
+
+    method: str
+    share: float
+    screen: bool
+    cfg: RelevanceSettings  # the scorer's settings: its ceiling and min_score
+    cuts: np.ndarray
+    priced: Priced = field(default_factory=Priced)
+
+    def add(self, scores: np.ndarray, start: int, pricing: GroupedPricing) -> None:
+        """Count the pairs this cut selects in one batch of papers (the first at `start`)."""
+        chosen = selection(
+            scores,
+            self.cuts,
+            np.ones(scores.shape, dtype=bool),
+            batch_ceiling(self.cfg, self.share),
+            self.cfg.min_score,
+        )
+        papers, claims = np.nonzero(chosen.T)  # paper by paper, each paper's claims in order
+        self.priced += pricing.count(papers + start, claims)
+
+
+@dataclass
+class _Scorer:
+    scorer: RelevanceScorer
+    cuts: list[_Cut]
 
 
 def alternatives(
@@ -140,41 +130,67 @@ def alternatives(
     if not papers or not queries:
         return []
     claims = _claim_texts(store, queries)
-    rows: list[Alternative] = []
+    texts = [PaperText(p.arxiv_id, p.version, p.title, p.abstract) for p in papers]
+    judged = GroupedPricing(
+        judge_pricing(load_prompts(settings.judge.prompts_dir)), texts, claims, settings.judge.claims_per_call
+    )
+    screened = GroupedPricing(
+        screen_pricing(load_screen_prompts(settings.judge.prompts_dir)),
+        texts,
+        claims,
+        settings.relevance.screen_claims_per_call,
+    )
+    scorers = _scorers(store, settings, cfg, queries, shares, methods)
+    for start in range(0, len(papers), cfg.batch_size):
+        part = papers[start : start + cfg.batch_size]
+        tokens = tokenize([paper_text(p.title, p.abstract) for p in part])
+        lexical: dict[tuple[str, ...], np.ndarray] = {}  # BM25 by queries: the same for every scorer here
+        for each in scorers:
+            words = tuple(each.scorer.queries)
+            if words not in lexical:
+                lexical[words] = each.scorer.lexical(tokens)
+            scores = each.scorer.score(part, lexical=lexical[words])
+            for cut in each.cuts:
+                cut.add(scores, start, screened if cut.screen else judged)
+    return [
+        Alternative(
+            method=cut.method,
+            share=cut.share,
+            screen=cut.screen,
+            in_force=(cut.method, cut.share, cut.screen) == _in_force(cfg),
+            papers=cut.priced.papers,
+            pairs=cut.priced.pairs,
+            calls=cut.priced.calls,
+            prompt_tokens=cut.priced.prompt_tokens,
+            completion_tokens=cut.priced.completion_tokens,
+            cost=token_cost(settings, cut.priced.prompt_tokens, cut.priced.completion_tokens),
+        )
+        for each in scorers
+        for cut in each.cuts
+    ]
+
+
+def _scorers(
+    store: Store,
+    settings: Settings,
+    cfg: RelevanceSettings,
+    queries: Sequence[ClaimQuery],
+    shares: Sequence[float],
+    methods: Sequence[str] | None,
+) -> list[_Scorer]:
+    """Per method, its scorer with each share's cuts, then the screen's wider first cut (its own gate,
+    as select_candidates embeds titles behind it)."""
+    seen: dict[str, np.ndarray] = {}  # title vectors: embedded (or read from the store) once for all
+    scorers: list[_Scorer] = []
     for method in methods or list(dict.fromkeys((cfg.method, "bm25"))):
         plain = cfg.model_copy(update={"method": method})
-        # The screen's first cut embeds titles behind its own gate, as select_candidates does.
         wide = plain.model_copy(update={"embed_gate": cfg.screen_embed_gate})
-        scores = None
         for first, options in ((plain, [(s, False) for s in shares]), (wide, [(cfg.screen_share, True)])):
-            scorer = make_scorer(store, settings, queries, first, keep_embeddings=False)
-            if scores is None or first != plain:
-                scores = np.concatenate(
-                    [scorer.score(part) for part in _batches(papers, cfg.batch_size)], axis=1
-                )
-            for share, screen in options:
-                chosen = list(_chosen(scores, claim_cuts(scorer, share, cfg.cut), first, share))
-                cost = _screen_cost if screen else _judge_cost
-                calls, prompt, completion = cost(settings, papers, claims, chosen)
-                rows.append(
-                    Alternative(
-                        method=method,
-                        share=share,
-                        screen=screen,
-                        in_force=(method, share, screen) == _in_force(cfg),
-                        papers=len(chosen),
-                        pairs=sum(len(c) for _, c in chosen),
-                        calls=calls,
-                        prompt_tokens=prompt,
-                        completion_tokens=completion,
-                        cost=token_cost(settings, prompt, completion),
-                    )
-                )
-    return rows
-
-
-def _batches(papers: Sequence[PaperDoc], size: int) -> list[Sequence[PaperDoc]]:
-    return [papers[i : i + size] for i in range(0, len(papers), size)]
+            scorer = make_scorer(store, settings, queries, first, keep_embeddings=False, seen=seen)
+            learned = share_cuts(scorer, [share for share, _ in options], cfg.cut)
+            cuts = [_Cut(method, share, screen, first, learned[share]) for share, screen in options]
+            scorers.append(_Scorer(scorer, cuts))
+    return scorers
 
 
 def _in_force(cfg: RelevanceSettings) -> tuple[str, float, bool]:

@@ -13,9 +13,12 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
+from itertools import chain
 from typing import Any, ClassVar
+
+from sqlalchemy import Row
 
 from monitor.claims.ids import text_hash
 from monitor.config import EMBEDDED_JUDGE_STORED, Settings, shown_judge
@@ -23,7 +26,7 @@ from monitor.judge.base import LABELS, Judge
 from monitor.judge.prompts import JudgePrompts
 from monitor.llm.cost import estimate_tokens
 from monitor.llm.texts import ClaimText, PaperText
-from monitor.llm.units import CallCounts, Pair, WorkUnit, estimate_units, group_units
+from monitor.llm.units import CallCounts, Pair, UnitPricing, WorkUnit, group_units
 from monitor.store.assessments import judged_keys
 from monitor.store.candidates import pairs_to_judge
 from monitor.store.claims import active_totals
@@ -133,32 +136,57 @@ def pending_units(
     """
     with store.session() as session:
         rows = pairs_to_judge(session, claim_ids, since, top_k)
-        done: set[str] = set()
-        if not force and rows:
-            done = judged_keys(session, judge.name, judge.model, judge.prompt_version, claim_ids)
-        parked = parked_keys(session) if rows and not (force or retry_parked) else set()
+        first = next(rows, None)
+        if first is None:
+            return []
+        done = (
+            set() if force else judged_keys(session, judge.name, judge.model, judge.prompt_version, claim_ids)
+        )
+        parked = set() if force or retry_parked else parked_keys(session)
+        return group_units(
+            _pending(chain([first], rows), judge, done, parked, summary), judge.claims_per_call
+        )
 
-    def pending() -> Iterator[tuple[PaperText, Pair]]:
-        for arxiv_id, version, claim_id, text, date_text, published, title, abstract in rows:
-            key = cache_key(arxiv_id, version, text, judge.name, judge.model, judge.prompt_version)
-            if key in done:
-                continue
-            if key in parked:
-                if summary is not None:
-                    summary.parked += 1
-                continue
+
+def _pending(
+    rows: Iterable[Row[Any]], judge: Judge, done: set[str], parked: set[str], summary: JudgeSummary | None
+) -> Iterator[tuple[PaperText, Pair]]:
+    """The rows' pairs not judged under their cache key yet and not parked (`summary.parked` counts those).
+
+    Rows come paper by paper: a paper's text is kept once, not once per claim (a large library's 400,000
+    pending pairs held a gigabyte of abstracts), and each claim once.
+    """
+    paper: PaperText | None = None
+    claims: dict[tuple[str, str, str | None], tuple[ClaimText, str]] = {}
+    for arxiv_id, version, claim_id, text, date_text, published, title, abstract in rows:
+        key = cache_key(arxiv_id, version, text, judge.name, judge.model, judge.prompt_version)
+        if key in done:
+            continue
+        if key in parked:
+            if summary is not None:
+                summary.parked += 1
+            continue
+        if paper is None or (paper.arxiv_id, paper.version) != (arxiv_id, version):
             day = published.isoformat() if published else None
             paper = PaperText(arxiv_id, version, title or "", abstract or "", day)
-            yield paper, Pair(ClaimText(id=claim_id, text=text, date_text=date_text), key, text_hash(text))
+        claim = claims.get((claim_id, text, date_text))
+        if claim is None:
+            claim = claims[claim_id, text, date_text] = (
+                ClaimText(claim_id, text, date_text),
+                text_hash(text),
+            )
+        yield paper, Pair(claim[0], key, claim[1])
 
-    return group_units(pending(), judge.claims_per_call)
+
+def judge_pricing(prompts: JudgePrompts) -> UnitPricing:
+    """A judge call's estimate: the system prompt's tokens, the user prompt's, a claim's answer per claim."""
+    return UnitPricing(
+        prompts.user,
+        lambda claims: COMPLETION_TOKENS_PER_CLAIM * claims,
+        fixed_tokens=estimate_tokens(prompts.system()),
+    )
 
 
 def estimate_judge_units(units: list[WorkUnit], prompts: JudgePrompts) -> tuple[int, int]:
     """Each unit's estimated tokens (its prompt and a claim's answer per claim); returns the totals."""
-    system = estimate_tokens(prompts.system())
-    return estimate_units(
-        units,
-        lambda u: system + estimate_tokens(prompts.user(u.paper, u.claims)),
-        lambda claims: COMPLETION_TOKENS_PER_CLAIM * claims,
-    )
+    return judge_pricing(prompts).estimate(units)

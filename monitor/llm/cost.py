@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from monitor.config import Settings
 
@@ -13,7 +12,12 @@ U = TypeVar("U")
 
 def estimate_tokens(text: str) -> int:
     """Tokens in `text` by the usual four-characters-a-token rule (no tokenizer download needed)."""
-    return math.ceil(len(text) / 4)
+    return chars_tokens(len(text))
+
+
+def chars_tokens(chars: Any) -> Any:
+    """`estimate_tokens` of a text of `chars` characters: an int, or a numpy integer array of them."""
+    return -(-chars // 4)  # the ceiling in integers, exact at any length
 
 
 def messages_tokens(messages: list[dict[str, str]]) -> int:

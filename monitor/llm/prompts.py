@@ -59,6 +59,18 @@ def _invisible(char: str) -> bool:
     return char in _INVISIBLE or unicodedata.category(char) == "Cf"
 
 
+def _plain(text: str) -> bool:
+    """Whether `text` is its own view (`_folded`): every character visible and NFKC-stable on its own.
+
+    Checked once per distinct character: an abstract with a few accents or math symbols then takes the
+    fast path instead of a per-character walk (a prompt estimate renders thousands of abstracts).
+    """
+    return all(
+        char.isascii() or (not _invisible(char) and unicodedata.normalize("NFKC", char) == char)
+        for char in set(text)
+    )
+
+
 def _escape(tag: str) -> str:
     return tag.replace("<", "&lt;").replace(">", "&gt;").replace("[", "&#91;").replace("]", "&#93;")
 
@@ -85,7 +97,7 @@ def defuse(text: str) -> str:
     (`＜/paper＞`, `<\u200b/paper>`, `<｜im_end｜>`) are caught too. Only a match's own span is rewritten,
     as its plain escaped form; the rest of the text reaches the model as it was, less invisible characters.
     """
-    if text.isascii():  # nothing to normalise or drop: the common case, kept fast
+    if text.isascii() or _plain(text):  # nothing to normalise or drop: the common case, kept fast
         return _DEFUSE.sub(lambda m: _escape(m.group(0)), text)
     view, origin = _folded(text)
     out: list[str] = []

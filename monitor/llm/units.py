@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
+from monitor.llm.cost import chars_tokens
 from monitor.llm.texts import ClaimText, PaperText
 
 
@@ -67,6 +69,29 @@ def estimate_units(
         unit.estimated_tokens = asked + answered
         prompt_total, completion_total = prompt_total + asked, completion_total + answered
     return prompt_total, completion_total
+
+
+@dataclass(frozen=True)
+class UnitPricing:
+    """How a stage estimates a call before making it: a prompt of `fixed_tokens` plus the tokens of
+    `fixed_chars` characters and the text of `user(paper, claims)`, and `answer(claims)` completion
+    tokens. `estimate` prices units by rendering each; `monitor/llm/grouped.py` counts the same
+    figures from a prompt's parts."""
+
+    user: Callable[[PaperText, list[ClaimText]], str]
+    answer: Callable[[int], int]
+    fixed_tokens: int = 0
+    fixed_chars: int = 0
+
+    def prompt_tokens(self, user_chars: Any) -> Any:
+        """The prompt tokens of a call whose `user` text has `user_chars` characters (or an array of them)."""
+        return self.fixed_tokens + chars_tokens(self.fixed_chars + user_chars)
+
+    def estimate(self, units: Iterable[WorkUnit]) -> tuple[int, int]:
+        """Set each unit's estimated tokens; returns the (prompt, completion) totals (`estimate_units`)."""
+        return estimate_units(
+            units, lambda u: self.prompt_tokens(len(self.user(u.paper, u.claims))), self.answer
+        )
 
 
 @dataclass(kw_only=True)

@@ -55,22 +55,38 @@ def claim_cuts(
     scorer: RelevanceScorer, share: float, fixed: float | None = None, claims: Sequence[int] | None = None
 ) -> np.ndarray:
     """The cut of each claim (rows of `scorer`, default all): `fixed`, or learned on the sample."""
+    return share_cuts(scorer, [share], fixed, claims)[share]
+
+
+def share_cuts(
+    scorer: RelevanceScorer,
+    shares: Sequence[float],
+    fixed: float | None = None,
+    claims: Sequence[int] | None = None,
+) -> dict[float, np.ndarray]:
+    """`claim_cuts` for each of `shares`, scoring the sample once for all of them (an estimate prices
+    several shares; with the hybrid, scoring the sample embeds its 3,000 titles)."""
     rows = list(range(len(scorer.claims))) if claims is None else list(claims)
     if fixed is not None:
-        return np.full(len(rows), fixed, dtype=np.float32)
+        return {share: np.full(len(rows), fixed, dtype=np.float32) for share in shares}
     # The hybrid gate depends on the whole claim set, so the set is part of the key.
     setup = scorer.settings.model_dump_json() + "\n" + "\n".join(sorted(scorer.queries))
     # The share is part of the key: it need not be the settings' own (the screen's first cut, an estimate).
-    keys = [(setup, share, scorer.queries[i]) for i in rows]
-    missing = [i for i, key in enumerate(keys) if key not in _learned]
+    keys = {share: [(setup, share, scorer.queries[i]) for i in rows] for share in shares}
+    missing = sorted({i for share in shares for i, key in enumerate(keys[share]) if key not in _learned})
     learned: dict[tuple[str, float, str], float] = {}
     if missing:
         papers, tokens = reference_papers()
         scores = scorer.score(list(papers), tokens=list(tokens), claims=[rows[i] for i in missing])
-        learned = {keys[i]: float(np.quantile(scores[row], 1.0 - share)) for row, i in enumerate(missing)}
-    for key in keys:  # read before remembering: this call's own keys may outnumber what is kept
+        for share in shares:
+            learned.update(
+                (keys[share][i], float(np.quantile(scores[row], 1.0 - share)))
+                for row, i in enumerate(missing)
+            )
+    for key in (key for share in shares for key in keys[share]):
+        # Read before remembering: this call's own keys may outnumber what is kept.
         if key not in learned:
             learned[key] = _learned[key]
     for key, cut in learned.items():
         _remember(key, cut)
-    return np.array([learned[key] for key in keys], dtype=np.float32)
+    return {share: np.array([learned[key] for key in keys[share]], dtype=np.float32) for share in shares}

@@ -77,21 +77,34 @@ class RelevanceScorer:
                 raise ValueError("the hybrid method needs title and text embeddings")
             self._claim_vectors = text_vectors(queries) if queries else np.zeros((0, 1), np.float32)
 
+    def lexical(self, tokens: Sequence[list[str]]) -> np.ndarray:
+        """BM25 of every claim against the tokenised papers, divided by the most each query could score.
+
+        It depends only on the queries (`query_context`), so scorers of other methods, gates or
+        weights over the same claims can share it (`score(..., lexical=)`).
+        """
+        return self._bm25.score(self._query_tokens, tokens) / self._best[:, None]
+
     def score(
         self,
         papers: Sequence[PaperDoc],
         tokens: Sequence[list[str]] | None = None,
         claims: Sequence[int] | None = None,
+        lexical: np.ndarray | None = None,
     ) -> np.ndarray:
         """A (claims, papers) float32 matrix; higher is more relevant.
 
-        `tokens`: the papers already tokenised; `claims`: only these rows (indices into `claims`).
+        `tokens`: the papers already tokenised; `claims`: only these rows (indices into `claims`);
+        `lexical`: `lexical(tokens)` of these papers, already computed by a scorer with the same queries.
         """
         rows = list(range(len(self.claims))) if claims is None else list(claims)
         if not rows or not papers:
             return np.zeros((len(rows), len(papers)), dtype=np.float32)
-        docs = tokens if tokens is not None else tokenize([paper_text(p.title, p.abstract) for p in papers])
-        lexical = self._bm25.score(self._query_tokens, docs) / self._best[:, None]
+        if lexical is None:
+            docs = (
+                tokens if tokens is not None else tokenize([paper_text(p.title, p.abstract) for p in papers])
+            )
+            lexical = self.lexical(docs)
         if self.method == "bm25":
             return lexical[rows].astype(np.float32, copy=False)
         assert self._title_vectors is not None and self._claim_vectors is not None
@@ -114,14 +127,19 @@ def select_pairs(
     A claim takes at most ceil(max_share * papers) of one batch, best first, so a miscalibrated
     cut or a burst of on-topic papers cannot flood the judge.
     """
-    n_papers = scores.shape[1]
-    cap = max(1, int(np.ceil(max_share * n_papers)))
-    chosen: list[tuple[int, int, float]] = []
-    for c in range(scores.shape[0]):
-        row = scores[c]
-        # Strictly above min_score: a paper sharing nothing with the claim never passes a zero cut.
-        hits = np.flatnonzero(eligible[c] & (row >= cuts[c]) & (row > min_score))
-        if hits.size > cap:
-            hits = hits[np.argsort(-row[hits], kind="stable")[:cap]]
-        chosen.extend((c, int(p), float(row[p])) for p in sorted(hits))
-    return chosen
+    claims, papers = np.nonzero(selection(scores, cuts, eligible, max_share, min_score))
+    return [(int(c), int(p), float(scores[c, p])) for c, p in zip(claims, papers, strict=True)]
+
+
+def selection(
+    scores: np.ndarray, cuts: np.ndarray, eligible: np.ndarray, max_share: float, min_score: float
+) -> np.ndarray:
+    """The (claims, papers) mask of the pairs `select_pairs` selects, for a caller that only counts them."""
+    cap = max(1, int(np.ceil(max_share * scores.shape[1])))
+    # Strictly above min_score: a paper sharing nothing with the claim never passes a zero cut.
+    mask = eligible & (scores >= cuts[:, None]) & (scores > min_score)
+    for c in np.flatnonzero(mask.sum(axis=1) > cap):
+        row, hits = scores[c], np.flatnonzero(mask[c])
+        mask[c] = False
+        mask[c, hits[np.argsort(-row[hits], kind="stable")[:cap]]] = True
+    return mask

@@ -35,13 +35,13 @@ from monitor.config import Settings
 from monitor.errors import ConfigError, MonitorError
 from monitor.llm import batch as batches
 from monitor.llm.answers import InvalidAnswer, load_json
-from monitor.llm.cost import estimate_tokens, token_cost
+from monitor.llm.cost import token_cost
 from monitor.llm.engine import BatchRun, run_live
 from monitor.llm.prompts import Templates, load_templates
 from monitor.llm.recorder import ExchangeRecorder
 from monitor.llm.texts import ClaimText, PaperText, Recorder
 from monitor.llm.transport import ChatTransport, Mode, Question
-from monitor.llm.units import CallCounts, Pair, WorkUnit, estimate_units, group_units
+from monitor.llm.units import CallCounts, Pair, UnitPricing, WorkUnit, group_units
 from monitor.store import Store
 from monitor.store.candidates import count_screen_pending, pairs_to_screen, save_screen_answer
 from monitor.store.runs import StageNotes
@@ -59,13 +59,16 @@ class ScreenPrompts:
     def version(self) -> str:
         return self.templates.version
 
+    def system(self) -> str:
+        return self.templates.render("screen_system.j2")
+
+    def user(self, paper: PaperText, claims: list[ClaimText]) -> str:
+        return self.templates.render("screen_user.j2", paper=paper.for_prompt(), claims=claims)
+
     def messages(self, paper: PaperText, claims: list[ClaimText]) -> list[dict[str, str]]:
         return [
-            {"role": "system", "content": self.templates.render("screen_system.j2")},
-            {
-                "role": "user",
-                "content": self.templates.render("screen_user.j2", paper=paper.for_prompt(), claims=claims),
-            },
+            {"role": "system", "content": self.system()},
+            {"role": "user", "content": self.user(paper, claims)},
         ]
 
     def correction(self, problem: str, claim_ids: list[str]) -> str:
@@ -210,14 +213,19 @@ def _key(arxiv_id: str, version: int, claim_id: str) -> str:
     return f"{arxiv_id}v{version}/{claim_id}"
 
 
-def estimate_screen_units(units: list[WorkUnit], prompts: ScreenPrompts) -> tuple[int, int]:
-    """Each unit's estimated tokens; returns the (prompt, completion) totals."""
-    return estimate_units(
-        units,
-        lambda u: estimate_tokens("\n".join(m["content"] for m in prompts.messages(u.paper, u.claims))),
+def screen_pricing(prompts: ScreenPrompts) -> UnitPricing:
+    """A screen call's estimate: the tokens of its messages joined by newlines (system, then user)."""
+    return UnitPricing(
+        prompts.user,
         # An answer lists some of the ids asked, about ten tokens each: budget four a claim asked.
         lambda claims: 8 + 4 * claims,
+        fixed_chars=len(prompts.system()) + 1,
     )
+
+
+def estimate_screen_units(units: list[WorkUnit], prompts: ScreenPrompts) -> tuple[int, int]:
+    """Each unit's estimated tokens; returns the (prompt, completion) totals."""
+    return screen_pricing(prompts).estimate(units)
 
 
 class ScreenWriter:

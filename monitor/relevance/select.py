@@ -127,10 +127,13 @@ def make_scorer(
     claims: Sequence[ClaimQuery],
     relevance: RelevanceSettings | None = None,
     keep_embeddings: bool = True,
+    seen: dict[str, np.ndarray] | None = None,
 ) -> RelevanceScorer:
     """The configured scorer; `relevance` overrides the settings in force (the screen's wider first cut).
 
     `keep_embeddings=False`: new title and query vectors are not cached in the store (a dry run).
+    `seen`: title vectors by key, shared by the scorers of one process: what one embedded (uncached,
+    in a dry run) or read from the store, the next reuses.
     """
     relevance = relevance or settings.relevance_in_force()
     if relevance.method == "bm25":
@@ -140,10 +143,11 @@ def make_scorer(
     embedder = get_embedder()
 
     def title_vectors(papers: Sequence[PaperDoc]) -> np.ndarray:
-        found = cached_embeddings(
-            store, {p.embedding_key: p.title for p in papers}, embedder, keep_embeddings
-        )
-        return np.stack([found[p.embedding_key] for p in papers])
+        known = {} if seen is None else seen
+        wanted = {p.embedding_key: p.title for p in papers if p.embedding_key not in known}
+        if wanted:
+            known.update(cached_embeddings(store, wanted, embedder, keep_embeddings))
+        return np.stack([known[p.embedding_key] for p in papers])
 
     def query_vectors(texts: Sequence[str]) -> np.ndarray:
         # Cached too: a weekly replay builds a scorer per period and the queries rarely change.

@@ -4,7 +4,7 @@ them), the LLM screen (which keeps or drops them) and the judge (which judges th
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from sqlalchemy import ColumnElement, Integer, Row, Select, func, insert, select, update
@@ -93,10 +93,13 @@ def pairs_to_judge(
     claim_ids: Sequence[str] | None = None,
     since: dt.date | None = None,
     top_k: int | None = None,
-) -> list[Row[Any]]:
+) -> Iterator[Row[Any]]:
     """Candidate rows (as `candidate_pairs`, with the claim's date text and the paper's publication day)
     the judge may judge: those no LLM screen ran on, or that it kept; optionally only of `claim_ids`,
-    of papers published on or after `since`, and within a triage cut of `top_k` (`within_triage_cut`)."""
+    of papers published on or after `since`, and within a triage cut of `top_k` (`within_triage_cut`).
+
+    Streamed, a thousand rows at a time (read them inside the session): each row carries its paper's
+    abstract, and a large library's pending pairs held at once took a gigabyte."""
     query = candidate_pairs(Claim.date_text, Paper.published).where(_for_the_judge())
     if top_k is not None:
         query = query.where(within_triage_cut(top_k))
@@ -104,7 +107,7 @@ def pairs_to_judge(
         query = query.where(Claim.id.in_(claim_ids))
     if since:
         query = query.where(Paper.published >= since)
-    return list(session.execute(query).all())
+    return iter(session.execute(query.execution_options(yield_per=1000)))
 
 
 def _for_the_judge() -> ColumnElement[bool]:
