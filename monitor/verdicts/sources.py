@@ -105,9 +105,8 @@ def anchor_ids_by_claim(session: Session) -> dict[str, set[str]]:
 
 
 @functools.lru_cache(maxsize=4096)
-@functools.lru_cache(maxsize=4096)
 def _pairs(text: str) -> frozenset[tuple[str, str]]:
-    """Cached: a paper is checked against each note of its claim's lines, each note against every paper."""
+    """Cached, so frozen: the one value is shared by every reader that asks for the same text."""
     words = [w for w in _WORD.findall(text.lower()) if w not in _STOP]
     return frozenset(zip(words, words[1:], strict=False))
 
