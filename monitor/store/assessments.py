@@ -1,8 +1,8 @@
 """Assessments as the judge writes them: the cache keys judged already, the next generation of a forced
 rejudgement, new current assessments, and the evidence quoted for a pair.
 
-"Current" means the latest assessment per (arxiv_id, claim_id): `supersede` marks every older row of
-the pair `is_current = False` as a new one is written (`add_current`), in the writer's same transaction.
+"Current" means the latest assessment per (arxiv_id, claim_id): `add_current` marks every older row of
+the pair `is_current = False` as it writes the new one, in the writer's same transaction.
 """
 
 from __future__ import annotations
