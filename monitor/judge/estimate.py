@@ -35,7 +35,7 @@ from monitor.llm.texts import ClaimText, PaperText
 from monitor.relevance.bm25 import tokenize
 from monitor.relevance.reference import share_cuts
 from monitor.relevance.scoring import PaperDoc, RelevanceScorer, selection
-from monitor.relevance.screen import load_screen_prompts, screen_pricing
+from monitor.relevance.screen import ScreenCounter, load_screen_prompts
 from monitor.relevance.select import batch_ceiling, load_claim_queries, make_scorer, paper_docs
 from monitor.relevance.text import ClaimQuery, paper_text
 from monitor.store import Store
@@ -58,10 +58,13 @@ class Alternative:
     calls: int
     prompt_tokens: int
     completion_tokens: int
-    cost: float  # USD at llm.price_input_per_million / price_output_per_million
+    cost: float  # USD at the [llm] rates (cached prompt tokens at theirs)
+    cached_tokens: int = 0
 
     @property
     def label(self) -> str:
+        if self.screen and self.share >= 1.0:
+            return "LLM screen of every claim"
         return f"{self.method} {self.share:.0%}" + (" + LLM screen" if self.screen else "")
 
     def as_dict(self) -> dict[str, object]:
@@ -92,15 +95,19 @@ class _Cut:
     cuts: np.ndarray
     priced: Priced = field(default_factory=Priced)
 
-    def add(self, scores: np.ndarray, start: int, pricing: GroupedPricing) -> None:
+    def add(self, scores: np.ndarray, start: int, pricing: GroupedPricing | ScreenCounter) -> None:
         """Count the pairs this cut selects in one batch of papers (the first at `start`)."""
+        every = self.screen and self.share >= 1.0  # the screen with no first cut: every pair
         chosen = selection(
             scores,
-            self.cuts,
+            np.full(len(self.cuts), -np.inf) if every else self.cuts,
             np.ones(scores.shape, dtype=bool),
-            batch_ceiling(self.cfg, self.share),
-            self.cfg.min_score,
+            1.0 if every else batch_ceiling(self.cfg, self.share),
+            -np.inf if every else self.cfg.min_score,
         )
+        if isinstance(pricing, ScreenCounter):
+            self.priced += pricing.count(chosen, start)
+            return
         papers, claims = np.nonzero(chosen.T)  # paper by paper, each paper's claims in order
         self.priced += pricing.count(papers + start, claims)
 
@@ -134,11 +141,12 @@ def alternatives(
     judged = GroupedPricing(
         judge_pricing(load_prompts(settings.judge.prompts_dir)), texts, claims, settings.judge.claims_per_call
     )
-    screened = GroupedPricing(
-        screen_pricing(load_screen_prompts(settings.judge.prompts_dir)),
+    screened = ScreenCounter(
+        load_screen_prompts(settings.judge.prompts_dir),
         texts,
         claims,
-        settings.relevance.screen_claims_per_call,
+        cfg.screen_claims_per_call,
+        cfg.screen_papers_per_call,
     )
     scorers = _scorers(store, settings, cfg, queries, shares, methods)
     for start in range(0, len(papers), cfg.batch_size):
@@ -163,7 +171,13 @@ def alternatives(
             calls=cut.priced.calls,
             prompt_tokens=cut.priced.prompt_tokens,
             completion_tokens=cut.priced.completion_tokens,
-            cost=token_cost(settings, cut.priced.prompt_tokens, cut.priced.completion_tokens),
+            cost=token_cost(
+                settings,
+                cut.priced.prompt_tokens,
+                cut.priced.completion_tokens,
+                cached_tokens=cut.priced.cached_tokens,
+            ),
+            cached_tokens=cut.priced.cached_tokens,
         )
         for each in scorers
         for cut in each.cuts
@@ -182,14 +196,22 @@ def _scorers(
     as select_candidates embeds titles behind it)."""
     seen: dict[str, np.ndarray] = {}  # title vectors: embedded (or read from the store) once for all
     scorers: list[_Scorer] = []
-    for method in methods or list(dict.fromkeys((cfg.method, "bm25"))):
+    every = cfg.screen_share >= 1.0  # the screen reads every pair: no first cut, any scorer's batch will do
+    names = list(methods or dict.fromkeys((cfg.method, "bm25")))
+    for method in names:
         plain = cfg.model_copy(update={"method": method})
         wide = plain.model_copy(update={"embed_gate": cfg.screen_embed_gate})
-        for first, options in ((plain, [(s, False) for s in shares]), (wide, [(cfg.screen_share, True)])):
+        passes = [(plain, [(s, False) for s in shares])]
+        if not every:
+            passes.append((wide, [(cfg.screen_share, True)]))
+        for first, options in passes:
             scorer = make_scorer(store, settings, queries, first, keep_embeddings=False, seen=seen)
             learned = share_cuts(scorer, [share for share, _ in options], cfg.cut)
             cuts = [_Cut(method, share, screen, first, learned[share]) for share, screen in options]
             scorers.append(_Scorer(scorer, cuts))
+    if every:  # counted once, on the first scorer's batches: its cut is no cut
+        first_cfg = cfg.model_copy(update={"method": names[0]})
+        scorers[0].cuts.append(_Cut("all", 1.0, True, first_cfg, np.zeros(len(queries), np.float32)))
     return scorers
 
 

@@ -160,7 +160,8 @@ def make_scorer(
 
 @dataclass(frozen=True)
 class _Plan:
-    """How one pass cuts: with an LLM screen, a wider first cut that the screen narrows (screen.py)."""
+    """How one pass cuts: with an LLM screen, every pair (or a wider first cut) waits for the screen,
+    which narrows it (screen.py)."""
 
     cfg: RelevanceSettings
     screening: bool
@@ -174,10 +175,20 @@ class _Plan:
         cfg = settings.relevance_in_force()
         screening = cfg.screen == "llm"
         share = cfg.screen_share if screening else cfg.share
+        if screening and share >= 1.0:
+            # Every claim: no lexical cut at all. BM25 still scores each pair (cheap, no model) so a
+            # candidate keeps a score to rank by, but nothing is left out by it.
+            cfg = cfg.model_copy(update={"method": "bm25"})
+            return cls(cfg, True, 1.0, 1.0, SCREEN_PENDING, "all+llm-screen")
         method = cfg.method + ("+llm-screen" if screening else "")
         return cls(
             cfg, screening, share, batch_ceiling(cfg, share), SCREEN_PENDING if screening else None, method
         )
+
+    @property
+    def every_pair(self) -> bool:
+        """No first cut: every (paper, claim) pair goes to the screen."""
+        return self.screening and self.share >= 1.0
 
     def first_cut(self) -> RelevanceSettings:
         return (
@@ -251,7 +262,10 @@ def _prepare(
     """Score with every active claim, so a pair's score never depends on which claims are due."""
     scorer = make_scorer(store, settings, active, plan.first_cut())
     due = [active.index(c) for c in behind]
-    cuts = claim_cuts(scorer, plan.share, plan.cfg.cut, due)
+    if plan.every_pair:
+        cuts = np.full(len(due), -np.inf, dtype=np.float32)
+    else:
+        cuts = claim_cuts(scorer, plan.share, plan.cfg.cut, due)
     seen = np.array([marks[c.claim_id] for c in behind], dtype=np.int64)
     return _Scan(behind, marks, scorer, due, cuts, seen)
 
@@ -295,7 +309,8 @@ def _scan_batch(
     row_ids = np.array([p.row_id for p in papers], dtype=np.int64)
     eligible = row_ids[None, :] > scan.seen[:, None]
     scores = scan.scorer.score(papers, claims=scan.due)
-    pairs = select_pairs(scores, scan.cuts, eligible, plan.ceiling, plan.cfg.min_score)
+    floor = -np.inf if plan.every_pair else plan.cfg.min_score
+    pairs = select_pairs(scores, scan.cuts, eligible, plan.ceiling, floor)
     upto = int(row_ids[-1])
     with store.session() as session:
         summary.candidates_added += _write(

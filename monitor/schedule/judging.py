@@ -120,7 +120,7 @@ def _estimate(
     from monitor.judge.runner import judge_pending
 
     screen_pairs = 0
-    if settings.relevance.screen == "llm":
+    if settings.relevance_in_force().screen == "llm":
         from monitor.relevance.screen import estimate_screen
 
         screened = estimate_screen(store, settings)
