@@ -124,10 +124,23 @@ def _show(step: str, result: Any) -> None:
             )
     elif step == "screen estimate":
         console.print(
-            f"relevance screen (estimate): {result['calls']} call(s) for {result['pairs']} pending pair(s), "
-            f"~{result['prompt_tokens']:,} prompt + ~{result['completion_tokens']:,} completion tokens, "
-            f"${result['cost_estimate']:.2f}; the judge estimate below covers only pairs already kept"
+            f"relevance screen (estimate): {result['calls']} call(s) for {result['pairs']} pending pair(s) "
+            f"of {result['papers']} paper(s), ~{result['prompt_tokens']:,} prompt tokens "
+            f"(~{result['cached_tokens']:,} of them cached) + ~{result['completion_tokens']:,} completion "
+            f"tokens, ${result['cost_estimate']:.2f}",
+            highlight=False,
+            soft_wrap=True,
         )
+        after = result.get("after_screen")
+        if after:
+            basis = "this store's" if after["measured"] else "the shipped"
+            console.print(
+                f"then judging what it keeps (estimate, at {basis} keep share {after['keep_share']:.1%}): "
+                f"~{after['pairs']:,} pair(s), ~{after['second_looks']:,} second look(s), "
+                f"${after['cost']:.2f}; the judge estimate below covers only pairs already kept",
+                highlight=False,
+                soft_wrap=True,
+            )
     elif step == "alternatives":
         _print_alternatives(result)
     elif step == "nothing pending":

@@ -43,6 +43,68 @@ from monitor.store.claims import claim_date_texts
 from monitor.store.papers import latest_versions
 
 SHARES = (0.02, 0.05, 0.10, 0.20)
+# What the LLM screen keeps of the pairs it reads, until a store has screened enough of its own
+# (`SCREEN_TALLY_MIN` answers): measured on a week of the shipped sample (docs/relevance.md).
+SCREEN_KEEP_SHARE = 0.02
+SCREEN_TALLY_MIN = 2000
+# Of the pairs judged, the share that gets a second reading under each `judge.second_look` (the same week).
+SECOND_LOOK_SHARE = {"all": 0.5, "moving": 0.3, "none": 0.0}
+SAMPLED_PAIRS = 200  # pending screen pairs whose judge and second-look prompts are rendered to price them
+
+
+@dataclass(frozen=True)
+class AfterScreen:
+    """What judging the pairs the screen is expected to keep would cost (a dry run's estimate)."""
+
+    keep_share: float
+    measured: bool  # the keep share is this store's own, not the shipped figure
+    pairs: int
+    judge_calls: int
+    second_looks: int
+    prompt_tokens: int
+    cached_tokens: int
+    completion_tokens: int
+    cost: float
+
+    def as_dict(self) -> dict[str, object]:
+        return {**asdict(self), "cost": round(self.cost, 4)}
+
+
+def after_screen(store: Store, settings: Settings, screen_pairs: int) -> AfterScreen:
+    """Judging (and second looks for) the share of `screen_pairs` the screen is expected to keep, each
+    kept pair a call of its own, priced from prompts rendered for a sample of the pending pairs."""
+    from monitor.judge.second_look import ANSWER_TOKENS, FirstReading, SecondLooker
+    from monitor.judge.work import COMPLETION_TOKENS_PER_CLAIM
+    from monitor.llm.cost import cached_prefix, estimate_tokens
+    from monitor.relevance.screen import pending_screen_units
+    from monitor.store.candidates import screen_tally
+
+    with store.session() as session:
+        kept, dropped = screen_tally(session)
+    measured = kept + dropped >= SCREEN_TALLY_MIN
+    share = kept / (kept + dropped) if measured else SCREEN_KEEP_SHARE
+    pairs = round(screen_pairs * share)
+    looks = round(pairs * SECOND_LOOK_SHARE.get(settings.judge.second_look, 0.0))
+    prompts = load_prompts(settings.judge.prompts_dir)
+    looker = SecondLooker(settings, connect=False)
+    first = FirstReading("RELAXES", "direct", 0.8, "x" * 120, "x" * 200)
+    units = pending_screen_units(store, settings)
+    sample = [(s.paper, p.claim) for u in units for s in u.sections for p in s.pairs]
+    sample = sample[:: max(1, len(sample) // SAMPLED_PAIRS)][:SAMPLED_PAIRS]
+    if not sample or not pairs:
+        return AfterScreen(share, measured, pairs, 0, 0, 0, 0, 0, 0.0)
+    system = estimate_tokens(prompts.system())
+    judge_user = sum(estimate_tokens(prompts.user(paper, [claim])) for paper, claim in sample) / len(sample)
+    look_prompt = sum(
+        sum(estimate_tokens(m["content"]) for m in looker.question(paper, claim, first).messages)
+        for paper, claim in sample
+    ) / len(sample)
+    look_system = estimate_tokens(looker.prompts.messages(sample[0][0], sample[0][1], first)[0]["content"])
+    prompt = round(pairs * (system + judge_user) + looks * look_prompt)
+    cached = max(0, pairs - 1) * cached_prefix(system) + max(0, looks - 1) * cached_prefix(look_system)
+    completion = pairs * COMPLETION_TOKENS_PER_CLAIM + looks * ANSWER_TOKENS
+    cost = token_cost(settings, prompt, completion, settings.llm.batch, cached)
+    return AfterScreen(share, measured, pairs, pairs, looks, prompt, cached, completion, cost)
 
 
 @dataclass(frozen=True)
@@ -160,6 +222,10 @@ def alternatives(
             scores = each.scorer.score(part, lexical=lexical[words])
             for cut in each.cuts:
                 cut.add(scores, start, screened if cut.screen else judged)
+    for each in scorers:  # the screen's last, shorter calls of each group
+        for cut in each.cuts:
+            if cut.screen:
+                cut.priced += screened.flush()
     return [
         Alternative(
             method=cut.method,

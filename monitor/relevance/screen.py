@@ -25,6 +25,7 @@ it writes.
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -291,12 +292,13 @@ def screen_units(
 
 
 def pending_screen_units(
-    store: Store, settings: Settings, claim_ids: Sequence[str] | None = None
+    store: Store, settings: Settings, claim_ids: Sequence[str] | None = None, since: dt.date | None = None
 ) -> list[WorkUnit]:
-    """The pairs waiting for the screen (of `claim_ids`, default all), as calls (`screen_units`)."""
+    """The pairs waiting for the screen (of `claim_ids`, default all; of papers published on or after
+    `since`), as calls (`screen_units`)."""
     cfg = settings.relevance
     with store.session() as session:
-        pending = pending_screen_pairs(session, claim_ids)
+        pending = pending_screen_pairs(session, claim_ids, since)
         if not pending:
             return []
         claims = [ClaimText(c.id, c.text, c.date_text) for c in active_claims(session)]
@@ -370,20 +372,35 @@ class ScreenCounter:
         pricing = ScreenPricing(prompts)
         self.prefix = [pricing.system_tokens([claims[i] for i in group]) for group in self.groups]
         self.started = [False] * len(self.groups)  # a group whose first call (uncached) is counted
+        self.waiting: list[list[int]] = [[] for _ in self.groups]  # papers not in a full call yet
 
     def count(self, chosen: np.ndarray, start: int) -> Priced:
-        """The calls and tokens for a (claims x papers) selection mask of papers[start:...]."""
+        """The calls and tokens for a (claims x papers) selection mask of papers[start:...]; a group's
+        papers short of a full call wait for the next batch (`flush` counts what is left)."""
         priced = Priced(papers=int(chosen.any(axis=0).sum()), pairs=int(chosen.sum()))
         for g, group in enumerate(self.groups):
-            asked = np.flatnonzero(chosen[group].any(axis=0)) + start
-            for first in range(0, len(asked), self.per_call):
-                papers = [self.papers[int(i)] for i in asked[first : first + self.per_call]]
-                priced.calls += 1
-                priced.prompt_tokens += self.prefix[g] + estimate_tokens(self.prompts.user(papers))
-                priced.completion_tokens += answer_tokens(len(papers), len(group))
-                priced.cached_tokens += cached_prefix(self.prefix[g]) if self.started[g] else 0
-                self.started[g] = True
+            self.waiting[g].extend(int(i) + start for i in np.flatnonzero(chosen[group].any(axis=0)))
+            while len(self.waiting[g]) >= self.per_call:
+                self._call(priced, g, self.waiting[g][: self.per_call])
+                del self.waiting[g][: self.per_call]
         return priced
+
+    def flush(self) -> Priced:
+        """The calls of the papers still waiting: each group's last, shorter call."""
+        priced = Priced()
+        for g, waiting in enumerate(self.waiting):
+            if waiting:
+                self._call(priced, g, waiting)
+            self.waiting[g] = []
+        return priced
+
+    def _call(self, priced: Priced, group: int, papers: list[int]) -> None:
+        shown = [self.papers[i] for i in papers]
+        priced.calls += 1
+        priced.prompt_tokens += self.prefix[group] + estimate_tokens(self.prompts.user(shown))
+        priced.completion_tokens += answer_tokens(len(shown), len(self.groups[group]))
+        priced.cached_tokens += cached_prefix(self.prefix[group]) if self.started[group] else 0
+        self.started[group] = True
 
 
 class ScreenWriter:
@@ -426,8 +443,10 @@ def screen_pending(
     should_stop: Callable[[], bool] | None = None,
     claim_ids: list[str] | None = None,
     screen: LLMScreen | None = None,
+    since: dt.date | None = None,
 ) -> ScreenSummary:
-    """Screen every pending pair (of `claim_ids`, default all), `llm.concurrency` calls at once; stops
+    """Screen every pending pair (of `claim_ids`, default all; of papers published on or after `since`,
+    the period a run judges), `llm.concurrency` calls at once; stops
     cleanly when `should_stop()` (the run's stop signal) or when `llm.token_budget` is spent. Exchanges
     are stored under `run_id`. With `relevance.screen_batch`, collect finished screen batches and submit
     the rest instead."""
@@ -435,7 +454,7 @@ def screen_pending(
     summary = ScreenSummary()
     recorder = ExchangeRecorder(store, run_id)
     writer = ScreenWriter(store, summary)
-    pending = functools.partial(pending_screen_units, store, settings, claim_ids)
+    pending = functools.partial(pending_screen_units, store, settings, claim_ids, since)
     if settings.relevance.screen_batch:
         _by_batch(store, settings, screen, pending, recorder, writer)
     elif units := pending():

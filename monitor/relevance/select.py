@@ -13,6 +13,7 @@ papers, a weekly replay and a first scan of 20,000.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import time
 from collections.abc import Callable, Sequence
@@ -222,12 +223,14 @@ def select_candidates(
     claim_ids: Sequence[str] | None = None,
     screen: bool = True,
     progress: bool = False,
+    since: dt.date | None = None,
 ) -> RelevanceSummary:
     """Scan paper versions each active claim has not seen yet; write `candidates` for those that pass
     (with `run_id`); between batches, stop when `should_stop()` says so (the next run resumes).
 
-    With relevance.screen = "llm", new pairs are written pending and then screened, unless `screen`
-    is False (a dry run, which must call nothing).
+    With relevance.screen = "llm", new pairs are written pending and then screened (those of papers
+    published on or after `since`, when given: the period a run judges), unless `screen` is False (a dry
+    run, which must call nothing).
     """
     began = time.monotonic()
     plan = _Plan.of(settings)
@@ -244,9 +247,8 @@ def select_candidates(
         _scan_versions(store, plan, scan, top, summary, progress, run_id, should_stop)
     if plan.screening and screen and not _stopped(should_stop):
         # Also picks up pairs a failed or interrupted earlier run left pending.
-        summary.screened = screen_pending(
-            store, settings, run_id, should_stop, claim_ids=list(claim_ids) if claim_ids else None
-        )
+        wanted = list(claim_ids) if claim_ids else None
+        summary.screened = screen_pending(store, settings, run_id, should_stop, claim_ids=wanted, since=since)
     summary.seconds = time.monotonic() - began
     return summary
 

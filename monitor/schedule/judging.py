@@ -121,10 +121,13 @@ def _estimate(
 
     screen_pairs = 0
     if settings.relevance_in_force().screen == "llm":
+        from monitor.judge.estimate import after_screen
         from monitor.relevance.screen import estimate_screen
 
         screened = estimate_screen(store, settings)
         screen_pairs = int(screened["pairs"])  # type: ignore[call-overload]
+        if screen_pairs:
+            screened["after_screen"] = after_screen(store, settings, screen_pairs).as_dict()
         show("screen estimate", screened)
     # The estimate at batch prices: on a copy, so the caller's settings say what its config says.
     priced = settings.model_copy(update={"llm": settings.llm.model_copy(update={"batch": batch})})

@@ -329,7 +329,13 @@ def assess(
     picked = step(
         "relevance",
         lambda: select_candidates(
-            store, settings, run.id, run.should_stop, claim_ids=plan.claim_ids, progress=plan.progress
+            store,
+            settings,
+            run.id,
+            run.should_stop,
+            claim_ids=plan.claim_ids,
+            progress=plan.progress,
+            since=plan.since,
         ),
     )
     which = {"force": plan.force, "claim_ids": plan.claim_ids, "since": plan.since, "progress": plan.progress}

@@ -165,10 +165,11 @@ def count_unjudged(
 
 
 def pending_screen_pairs(
-    session: Session, claim_ids: Sequence[str] | None = None
+    session: Session, claim_ids: Sequence[str] | None = None, since: dt.date | None = None
 ) -> dict[tuple[str, int], set[str]]:
     """Per paper (latest version), the active claims whose pair waits for the LLM screen (optionally only
-    of `claim_ids`); ids only: a paper's text is read once, not once a claim (`version_texts`)."""
+    of `claim_ids`, of papers published on or after `since`); ids only: a paper's text is read once,
+    not once a claim (`version_texts`)."""
     query = (
         select(Candidate.arxiv_id, Candidate.version, Candidate.claim_id)
         .join(Paper, Paper.arxiv_id == Candidate.arxiv_id)
@@ -177,10 +178,21 @@ def pending_screen_pairs(
     )
     if claim_ids:
         query = query.where(Claim.id.in_(claim_ids))
+    if since:
+        query = query.where(Paper.published >= since)
     pending: dict[tuple[str, int], set[str]] = {}
     for arxiv_id, version, claim_id in session.execute(query.execution_options(yield_per=5000)):
         pending.setdefault((arxiv_id, version), set()).add(claim_id)
     return pending
+
+
+def screen_tally(session: Session) -> tuple[int, int]:
+    """(kept, dropped): the LLM screen's answers so far, over every pair it read."""
+    query = select(Candidate.screen, func.count()).where(
+        Candidate.screen.in_([SCREEN_KEPT, SCREEN_DROPPED])
+    ).group_by(Candidate.screen)
+    counts = dict(session.execute(query).all())
+    return int(counts.get(SCREEN_KEPT, 0)), int(counts.get(SCREEN_DROPPED, 0))
 
 
 def count_screen_pending(session: Session, claim_ids: Sequence[str] | None = None) -> int:
