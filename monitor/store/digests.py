@@ -9,7 +9,7 @@ from sqlalchemy import ColumnElement, case, func, select
 from sqlalchemy.orm import Session
 
 from monitor.config import EMBEDDED_JUDGE_STORED
-from monitor.store.candidates import SCREEN_DROPPED
+from monitor.store.candidates import SCREEN_DROPPED, SCREEN_PENDING
 from monitor.store.claims import is_active
 from monitor.store.models import Assessment, Candidate, Claim, Paper
 from monitor.store.records import Digest, JudgeFailure, LLMExchange, Run
@@ -116,6 +116,10 @@ class PairTally(NamedTuple):
     failed: int = 0  # the judge's answer was unusable; asked again by the next run
     parked: int = 0  # failed too often: no longer asked until `monitor retest`
     pending: int = 0  # not asked yet (or waiting for the LLM screen)
+    # With the LLM screen (relevance.screen): of `pending`, the pairs it has not answered yet (its call
+    # failed, or the run stopped), and, besides `pairs`, those it read and found not to bear.
+    awaiting_screen: int = 0
+    screened_out: int = 0
 
 
 def period_pairs(session: Session, first: dt.date, last: dt.date) -> PairTally:
@@ -137,8 +141,12 @@ def period_pairs(session: Session, first: dt.date, last: dt.date) -> PairTally:
     parked = keys(JudgeFailure, JudgeFailure.parked_at.is_not(None)) - judged
     screened = Candidate.screen.is_(None) | (Candidate.screen != SCREEN_DROPPED)
     pairs = keys(Candidate, screened) | judged | failing | parked
-    pending = len(pairs - judged - failing - parked)
-    return PairTally(len(pairs), len(judged), len(failing - parked), len(parked), pending)
+    pending = pairs - judged - failing - parked
+    awaiting = keys(Candidate, Candidate.screen == SCREEN_PENDING) & pending
+    dropped = keys(Candidate, Candidate.screen == SCREEN_DROPPED) - pairs
+    return PairTally(
+        len(pairs), len(judged), len(failing - parked), len(parked), len(pending), len(awaiting), len(dropped)
+    )
 
 
 def save_digest(
