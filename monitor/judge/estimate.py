@@ -71,11 +71,9 @@ class AfterScreen:
 
 
 def after_screen(store: Store, settings: Settings, screen_pairs: int) -> AfterScreen:
-    """Judging (and second looks for) the share of `screen_pairs` the screen is expected to keep, each
-    kept pair a call of its own, priced from prompts rendered for a sample of the pending pairs."""
-    from monitor.judge.second_look import ANSWER_TOKENS, FirstReading, SecondLooker
-    from monitor.judge.work import COMPLETION_TOKENS_PER_CLAIM
-    from monitor.llm.cost import cached_prefix, estimate_tokens
+    """Judging (and second looks for) the share of `screen_pairs` the screen is expected to keep (this
+    store's own share once it has screened enough, else the shipped one), priced from prompts rendered
+    for a sample of the pairs waiting for the screen."""
     from monitor.relevance.screen import pending_screen_units
     from monitor.store.candidates import screen_tally
 
@@ -83,14 +81,31 @@ def after_screen(store: Store, settings: Settings, screen_pairs: int) -> AfterSc
         kept, dropped = screen_tally(session)
     measured = kept + dropped >= SCREEN_TALLY_MIN
     share = kept / (kept + dropped) if measured else SCREEN_KEEP_SHARE
+    units = pending_screen_units(store, settings)
+    sample = [(s.paper, p.claim) for u in units for s in u.sections for p in s.pairs]
+    return price_kept(settings, screen_pairs, share, sample, measured)
+
+
+def price_kept(
+    settings: Settings,
+    screen_pairs: int,
+    share: float,
+    sample: Sequence[tuple[PaperText, ClaimText]],
+    measured: bool = False,
+) -> AfterScreen:
+    """`after_screen` from its parts: judging `share` of `screen_pairs`, each kept pair a call of its own,
+    and the second looks `judge.second_look` gives them (SECOND_LOOK_SHARE), priced from the prompts of
+    (up to SAMPLED_PAIRS of) `sample`'s pairs, cached system prompts and Batch API prices counted."""
+    from monitor.judge.second_look import ANSWER_TOKENS, FirstReading, SecondLooker
+    from monitor.judge.work import COMPLETION_TOKENS_PER_CLAIM
+    from monitor.llm.cost import cached_prefix, estimate_tokens
+
     pairs = round(screen_pairs * share)
     looks = round(pairs * SECOND_LOOK_SHARE.get(settings.judge.second_look, 0.0))
     prompts = load_prompts(settings.judge.prompts_dir)
     looker = SecondLooker(settings, connect=False)
     first = FirstReading("RELAXES", "direct", 0.8, "x" * 120, "x" * 200)
-    units = pending_screen_units(store, settings)
-    sample = [(s.paper, p.claim) for u in units for s in u.sections for p in s.pairs]
-    sample = sample[:: max(1, len(sample) // SAMPLED_PAIRS)][:SAMPLED_PAIRS]
+    sample = list(sample)[:: max(1, len(sample) // SAMPLED_PAIRS)][:SAMPLED_PAIRS]
     if not sample or not pairs:
         return AfterScreen(share, measured, pairs, 0, 0, 0, 0, 0, 0.0)
     system = estimate_tokens(prompts.system())
