@@ -19,6 +19,7 @@ import argparse
 import datetime as dt
 import gzip
 import json
+import random
 import shutil
 import subprocess
 import sys
@@ -40,17 +41,20 @@ def week_days(week: str) -> tuple[dt.date, dt.date]:
     return monday, monday + dt.timedelta(days=6)
 
 
-def week_snapshot(week: str, path: Path) -> int:
-    """The sample's papers published in `week`, held-out ones left out, as a JSONL snapshot."""
+def week_snapshot(week: str, path: Path, sample: int | None = None) -> int:
+    """The sample's papers published in `week`, held-out ones left out (a seeded `sample` of them, if
+    given), as a JSONL snapshot."""
     first, last = week_days(week)
     heldout = set((SHARED / "eval" / "heldout_papers.txt").read_text().split())
     rows = []
-    with gzip.open(SAMPLE, "rt", encoding="utf-8") as sample:
-        for line in sample:
+    with gzip.open(SAMPLE, "rt", encoding="utf-8") as shipped:
+        for line in shipped:
             row = json.loads(line)
             day = dt.date.fromisoformat(row["published"][:10])
             if first <= day <= last and row["arxiv_id"] not in heldout:
                 rows.append(row)
+    if sample is not None and sample < len(rows):
+        rows = sorted(random.Random(20261128).sample(rows, sample), key=lambda r: r["arxiv_id"])
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     return len(rows)
 
@@ -103,8 +107,10 @@ def price(usage: dict[str, dict[str, int]]) -> float:
     )
 
 
-def run_week(week: str, answers: list[Path], record: Path, folder: Path) -> dict[str, Any]:
-    papers = week_snapshot(week, folder / "week.jsonl")
+def run_week(
+    week: str, answers: list[Path], record: Path, folder: Path, sample: int | None = None
+) -> dict[str, Any]:
+    papers = week_snapshot(week, folder / "week.jsonl", sample)
     with relay(answers, record) as env:
         env.update(
             MONITOR_DATABASE__URL=f"sqlite:///{folder / 'monitor.db'}",
@@ -139,12 +145,13 @@ def main() -> None:
     parser.add_argument("--answers", type=Path, nargs="*", help="answer files (default: the kept ones)")
     parser.add_argument("--record", type=Path, help="where requests without an answer are recorded")
     parser.add_argument("--keep", type=Path, help="keep the store, digest and snapshot in this folder")
+    parser.add_argument("--sample", type=int, help="a seeded random sample of the week's papers")
     args = parser.parse_args()
     answers = args.answers if args.answers is not None else sorted(ANSWERS.glob("*.jsonl"))
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         record = args.record or folder / "recorded.jsonl"
-        outcome = run_week(args.week, answers, record, folder)
+        outcome = run_week(args.week, answers, record, folder, args.sample)
         if args.keep:
             if args.keep.exists():
                 shutil.rmtree(args.keep)
