@@ -232,6 +232,7 @@ class ScreenSummary(CallCounts):
     failed_papers: int = 0  # left pending for the next run
     pending_left: int = 0
     stopped: str | None = None  # why screening stopped early: budget, stop signal, server unavailable
+    unavailable: str = ""  # the server's fatal fault, for the run's error (it stops the run as the judge's)
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -488,6 +489,7 @@ def _live(
     )
     if end.fatal:
         writer.summary.stopped = "the LLM server refuses requests"
+        writer.summary.unavailable = end.fatal
     elif end.stopped:
         writer.summary.stopped = "stop requested"
     elif end.budget_exhausted:

@@ -439,8 +439,10 @@ def check_screened(picked: RelevanceSummary, settings: Settings, again: str) -> 
             f"{screened.stopped} while screening: {screened.pending_left} pair(s) wait for the screen; "
             f"run `{again}` again to go on"
         )
-    refused = screened.stopped == "the LLM server refuses requests"
-    if refused or (screened.failed_papers and not screened.papers):
+    if screened.unavailable:  # nothing listens, or the server keeps failing: as the judge says it
+        waiting = f"{screened.pending_left} pair(s) wait for it"
+        raise JudgeError(f"{screened.unavailable} (the LLM screen; {waiting})")
+    if screened.failed_papers and not screened.papers:
         first = f"; first error: {screened.errors[0][:200]}" if screened.errors else ""
         raise JudgeError(
             f"the LLM screen answered none of the {screened.failed_papers} paper(s) it was asked about"
