@@ -108,9 +108,10 @@ def judge_command(
         alternatives=True if alternatives else None,
     )
     shown: dict[str, Any] = {}
+    show = _collect(shown) if as_json else _printer()
     try:
         with graceful_stop(StopFlag(again="monitor judge")) as flag:
-            judge_once(app_ctx.store, app_ctx.settings, request, flag, _collect(shown) if as_json else _show)
+            judge_once(app_ctx.store, app_ctx.settings, request, flag, show)
     finally:  # a judge that stopped (exit 6, 7, 130) still says, in JSON, what it did
         if as_json and shown:
             typer.echo(json.dumps(shown, indent=2, ensure_ascii=False, default=str))
@@ -128,6 +129,23 @@ def _collect(shown: dict[str, Any]) -> Any:
             shown["screen_estimate"] = result
         else:  # relevance, judge, batches
             shown[step] = result.as_dict()
+
+    return show
+
+
+def _printer() -> Any:
+    """A `Show` that prints each step (`_show`), but no dry-run table of zeros when nothing at all is
+    pending: "nothing pending" then says what to do instead. Pairs waiting for the LLM screen are
+    pending too: the judge's table (of pairs already kept) is printed under the screen's estimate."""
+    screening = False
+
+    def show(step: str, result: Any) -> None:
+        nonlocal screening
+        if step == "screen estimate":
+            screening = bool(result["pairs"])
+        if step == "judge" and result.dry_run and not result.pending and not screening:
+            return
+        _show(step, result)
 
     return show
 
@@ -155,8 +173,6 @@ def _show(step: str, result: Any) -> None:
         _print_alternatives(result)
     elif step == "nothing pending":
         _print_nothing_pending(result.as_dict())
-    elif step == "judge" and result.dry_run and not result.pending:
-        return  # a table of zeros prices nothing: "nothing pending" says what to do instead
     else:  # judge, batches
         _print_judge_summary(result.as_dict())
 
