@@ -7,6 +7,11 @@ model: a setting added there appears here, with its comment, without touching th
 Settings `monitor init` found values for (a local LLM server's judge settings) are written set, not
 commented; `monitor doctor --write` sets them in an existing file with `update_config`, which keeps the
 file's comments and layout (tomlkit).
+
+A first project's claims: `write_example_claims` leaves a commented example claim file in the seeds
+folder, and `copy_seed_exports` copies the research library's seed exports that ship in the package
+(monitor/data/seeds/, the same files as the repository's seeds/), so `monitor run --source sample`
+works in any folder.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ import tokenize
 import tomllib
 import typing
 from dataclasses import dataclass, field
+from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -236,3 +243,45 @@ def update_config(path: Path, chosen: Chosen, why: str) -> None:
     except (tomllib.TOMLDecodeError, ValueError) as exc:
         raise ConfigError(f"{path}: not updated, the result would not load: {exc}") from None
     _write(path, text)
+
+
+# --- a first project's claims: the example claim file and the shipped seed exports ----------------
+
+EXAMPLE_CLAIMS = "my_claims.yaml"  # the name `monitor init` gives the example in the seeds folder
+
+
+def _shipped(name: str) -> Traversable:
+    """A file or folder under monitor/data/, read through the package: a wheel carries it there."""
+    return resources.files("monitor") / "data" / name
+
+
+def shipped_seed_exports() -> list[Traversable]:
+    """The research library's seed exports that ship with the package (monitor/data/seeds/), by name."""
+    return sorted((f for f in _shipped("seeds").iterdir() if f.name.endswith(".txt")), key=lambda f: f.name)
+
+
+def write_example_claims(folder: Path) -> Path | None:
+    """Leave the commented example claim file in `folder`; None when a file of that name is there."""
+    target = folder / EXAMPLE_CLAIMS
+    if target.exists():
+        return None
+    _copy(_shipped("example_claims.yaml"), target)
+    return target
+
+
+def copy_seed_exports(folder: Path) -> tuple[list[Path], list[Path]]:
+    """Copy the shipped seed exports into `folder`: (copied, kept), never overwriting a file there."""
+    copied: list[Path] = []
+    kept: list[Path] = []
+    for export in shipped_seed_exports():
+        target = folder / export.name
+        if target.exists():
+            kept.append(target)
+        else:
+            _copy(export, target)
+            copied.append(target)
+    return copied, kept
+
+
+def _copy(source: Traversable, target: Path) -> None:
+    write_atomic(target, source.read_text(encoding="utf-8"))  # never half a claim file (FileWriteError)

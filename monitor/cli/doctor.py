@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -71,6 +73,9 @@ def doctor_command(
         bool, typer.Option("--write", help="Write the proposed judge settings into the config, unasked.")
     ] = False,
     port: Annotated[list[int] | None, typer.Option("--port", help=PORT_HELP, show_default=False)] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the findings as JSON (asks nothing; writes with --write).")
+    ] = False,
 ) -> None:
     """Check the installation and look for a local LLM server to judge with.
 
@@ -88,6 +93,14 @@ def doctor_command(
     app_ctx = ctx_of(ctx)
     config_file = config_path(app_ctx.config)
     health = check(app_ctx.settings, config_file, port)
+    target = config_file or Path(DEFAULT_CONFIG_FILE)
+    found = health.server
+    why = f"set by `monitor doctor`: {found.kind} at {found.base_url}" if found is not None else ""
+    if as_json:
+        typer.echo(json.dumps(dataclasses.asdict(health), indent=2, ensure_ascii=False, default=str))
+        if write and health.proposal and health.server is not None:
+            update_config(target, health.proposal, why)
+        return
     console.print(f"config: {config_file or 'none (defaults and environment)'}", highlight=False)
     if health.database_problem:
         console.print(f"database: {escape(health.database)}: [red]{escape(health.database_problem)}[/]")
@@ -102,13 +115,11 @@ def doctor_command(
     if not health.proposal or health.server is None:
         return
     print_chosen(console, health.proposal, health.server.other_models)
-    target = config_file or Path(DEFAULT_CONFIG_FILE)
     if not write:
         if not sys.stdin.isatty():
             console.print(f"to write them into {target}: monitor doctor --write", highlight=False)
             return
         if not typer.confirm(f"write them into {target}?", default=False):
             return
-    why = f"set by `monitor doctor`: {health.server.kind} at {health.server.base_url}"
     update_config(target, health.proposal, why)
     console.print(f"wrote the judge settings into {target}", highlight=False)
