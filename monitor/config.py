@@ -337,7 +337,15 @@ class WebSettings(Section):
 
     host: str = "127.0.0.1"
     port: int = Field(default=8765, ge=0, le=65535)
-    token: SecretStr | None = None  # without it the app is read-only; never logged, never in a file
+    # Without it the app is read-only; never logged, never in a file. At least 20 characters, 10 of
+    # them different: python -c 'import secrets; print(secrets.token_urlsafe(24))'.
+    token: SecretStr | None = None
+    # A page answers within this or says the database is unavailable (503); on PostgreSQL also each
+    # statement's limit on the server and the longest wait for a pooled connection.
+    request_timeout_seconds: float = Field(default=15.0, gt=0, le=600)
+    # Addresses whose X-Forwarded-Proto and X-Forwarded-For are believed (a reverse proxy): an https
+    # request through them gets Secure cookies, and sign-in attempts are counted per real client.
+    trusted_proxies: list[str] = Field(default_factory=lambda: ["127.0.0.1", "::1"])
 
 
 class Settings(BaseSettings):
