@@ -14,11 +14,13 @@ import os
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     SecretStr,
     ValidationError,
     field_validator,
@@ -166,11 +168,33 @@ def embedded_alias(value: Any, where: str) -> Any:
     return EMBEDDED
 
 
+OPENAI_API_URL = "https://api.openai.com/v1"  # where a key goes when no other server is named for it
+
+
+def same_server(a: str, b: str) -> bool:
+    """Whether two base URLs name the same server and path (scheme, host, port and path compared;
+    case of the host, default ports and a trailing slash aside)."""
+
+    def parts(url: str) -> tuple[str, str, int | None, str]:
+        try:
+            u = urlsplit(url.strip())
+            port = u.port or {"http": 80, "https": 443}.get(u.scheme.lower())
+        except ValueError:
+            return (url, "", None, "")  # unparseable: equal to itself only
+        return (u.scheme.lower(), (u.hostname or "").lower(), port, u.path.rstrip("/"))
+
+    return parts(a) == parts(b)
+
+
 class LLMSettings(Section):
     """The connection every LLM use shares: the judge, the screen, research questions, rewording, cost."""
 
     base_url: str | None = None  # an OpenAI-compatible server: http://127.0.0.1:8080/v1 (OPENAI_BASE_URL)
     api_key: SecretStr | None = None  # better set OPENAI_API_KEY in the environment; never logged
+    # The one server the API key is sent to; to any other base_url it is not sent (a server `monitor
+    # init` found gets none). Unset: the base URL given beside the key (OPENAI_BASE_URL beside
+    # OPENAI_API_KEY, MONITOR_LLM__BASE_URL beside MONITOR_LLM__API_KEY), else the OpenAI API.
+    key_base_url: str | None = None
     model: str = "gpt-4o-mini"  # part of every LLM judgement's cache key
     timeout_seconds: float = Field(default=60.0, gt=0)  # per HTTP request
     max_retries: int = Field(default=4, ge=0)  # retries of 429 / 5xx / timeouts per request (Retry-After)
@@ -189,6 +213,24 @@ class LLMSettings(Section):
     # auto: json_schema, then json_object with the schema (llama.cpp), then json_object, then plain text;
     # the first the server takes is remembered for the rest of the run.
     response_format: Literal["auto", "json_schema", "json_object_schema", "json_object", "text"] = "auto"
+
+    # The server the key was for when it was withheld from base_url (see _key_for_its_server).
+    _withheld_for: str | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _key_for_its_server(self) -> LLMSettings:
+        """A key goes only to the server it was given for: never to another base URL, such as a local
+        port that anything may listen on. Withheld here, so no use of the settings can send it."""
+        home = self.key_base_url or OPENAI_API_URL
+        if self.api_key is not None and not same_server(self.base_url or OPENAI_API_URL, home):
+            self.api_key = None
+            self._withheld_for = home
+        return self
+
+    @property
+    def withheld_for(self) -> str | None:
+        """The server an API key was given for when it is not sent to base_url; None otherwise."""
+        return self._withheld_for
 
     def configured(self) -> bool:
         """An OpenAI-compatible server is configured (a base URL or an API key)."""
@@ -337,7 +379,15 @@ class WebSettings(Section):
 
     host: str = "127.0.0.1"
     port: int = Field(default=8765, ge=0, le=65535)
-    token: SecretStr | None = None  # without it the app is read-only; never logged, never in a file
+    # Without it the app is read-only; never logged, never in a file. At least 20 characters, 10 of
+    # them different: python -c 'import secrets; print(secrets.token_urlsafe(24))'.
+    token: SecretStr | None = None
+    # A page answers within this or says the database is unavailable (503); on PostgreSQL also each
+    # statement's limit on the server and the longest wait for a pooled connection.
+    request_timeout_seconds: float = Field(default=15.0, gt=0, le=600)
+    # Addresses whose X-Forwarded-Proto and X-Forwarded-For are believed (a reverse proxy): an https
+    # request through them gets Secure cookies, and sign-in attempts are counted per real client.
+    trusted_proxies: list[str] = Field(default_factory=lambda: ["127.0.0.1", "::1"])
 
 
 class Settings(BaseSettings):
@@ -424,7 +474,34 @@ def _standard_env(data: dict[str, Any]) -> dict[str, Any]:
             data.setdefault("llm", {})[key] = os.environ[variable]
     if os.environ.get("MONITOR_SMTP_PASSWORD"):
         data.setdefault("email", {}).setdefault("password", os.environ["MONITOR_SMTP_PASSWORD"])
+    _pair_key_with_its_url(data)
     return data
+
+
+def _pair_key_with_its_url(data: dict[str, Any]) -> None:
+    """Set llm.key_base_url, where nobody did, to the base URL given beside the key in the environment:
+    OPENAI_BASE_URL beside OPENAI_API_KEY, MONITOR_LLM__BASE_URL beside MONITOR_LLM__API_KEY (or their
+    old [judge] spellings). A key given alone (or in a file) stays the OpenAI API's (LLMSettings)."""
+    env = {name.upper(): value for name, value in os.environ.items() if value}
+    given = [s for s in ("llm", "judge") if isinstance(data.get(s), dict) and "key_base_url" in data[s]]
+    named = {f"{ENV_PREFIX}{s}__KEY_BASE_URL" for s in ("LLM", "JUDGE")} & set(env)
+    if given or named or not isinstance(data.get("llm", {}), dict):
+        return
+    pairs = [(f"{ENV_PREFIX}{s}__API_KEY", f"{ENV_PREFIX}{s}__BASE_URL") for s in ("LLM", "JUDGE")]
+    for key, url in pairs:
+        if key in env:  # the MONITOR_ spelling wins over OPENAI_API_KEY, as it does for the key itself
+            if url in env:
+                data.setdefault("llm", {})["key_base_url"] = env[url]
+            return
+    if "OPENAI_API_KEY" in env and "OPENAI_BASE_URL" in env and _key_from_openai_variable(data):
+        data.setdefault("llm", {})["key_base_url"] = env["OPENAI_BASE_URL"]
+
+
+def _key_from_openai_variable(data: dict[str, Any]) -> bool:
+    """Whether the key in force is OPENAI_API_KEY's (folded in by _standard_env), not a file's."""
+    llm = data.get("llm") if isinstance(data.get("llm"), dict) else {}
+    given = os.environ.get("OPENAI_API_KEY")
+    return bool(given) and llm.get("api_key") == given
 
 
 def _moved_keys(data: dict[str, Any], path: Path | None) -> dict[str, tuple[str, str]]:
@@ -484,6 +561,14 @@ def load_settings(explicit: str | Path | None = None) -> Settings:
     # After loading, so that a configuration error stays the one line the user reads.
     for where, new in old.values():
         log.warning("%s is now %s (the old name still loads)", where, new)
+    if settings.llm.withheld_for and not _key_from_openai_variable(data):
+        # A key the user set for this project (not a shell-wide OPENAI_API_KEY) that goes nowhere.
+        log.warning(
+            "llm.api_key is not sent to llm.base_url %s: it is for %s; set llm.key_base_url "
+            "(MONITOR_LLM__KEY_BASE_URL) to the server it belongs to",
+            settings.llm.base_url or OPENAI_API_URL,
+            settings.llm.withheld_for,
+        )
     return settings
 
 

@@ -148,6 +148,7 @@ def test_an_embedded_run_ends_with_how_to_get_an_llm_judge_and_an_llm_run_does_n
     with ScriptedLLM() as llm:
         llm.default = answering("SUPPORTS")
         judge = {"provider": "openai", "base_url": llm.url, "api_key": "sk-ops", "model": "scripted-model"}
+        judge["key_base_url"] = llm.url  # the key is for this server (it goes to no other)
         llm_config = write_config(tmp_path, sqlite_url, judge=judge)
         with_llm = monitor(llm_config, "run", "--no-fetch", "--no-email")
     assert with_llm.returncode == 0, with_llm.stderr

@@ -26,13 +26,18 @@ PORT_HELP = "Look for an OpenAI-compatible server on this local port instead of 
 def print_detection(out: Console, detection: Detection) -> None:
     """The servers a scan found, each with its models, the one to judge with first."""
     ports = ", ".join(str(p) for p in detection.ports)
-    if not detection.servers:
+    if not detection.servers and not detection.unanswered:
         out.print(f"local LLM servers: none answering on 127.0.0.1/localhost ports {ports}", highlight=False)
         return
     for server in detection.servers:
         models = ", ".join(escape(m) for m in server.models) or "no models"
         slots = f"; {server.slots} slot(s)" if server.slots else ""
         out.print(f"local LLM server: {server.kind} at {server.base_url}: {models}{slots}", highlight=False)
+    for address in detection.unanswered:
+        out.print(
+            f"local LLM server at {address}: no complete answer within {detection.seconds:g} s; not used",
+            highlight=False,
+        )
 
 
 def print_chosen(out: Console, chosen: dict[str, dict[str, Any]], others: list[str]) -> None:
@@ -63,7 +68,14 @@ def _print_judge(judge: JudgeCheck) -> None:
         console.print(f"judge: openai, model {escape(judge.model)} at {escape(where)}", highlight=False)
         if state := _server_state(judge):
             console.print(f"  {state}", highlight=False)
-    console.print(f"API key: {'set' if judge.api_key_set else 'not set'}")
+    if judge.key_withheld_for:
+        console.print(
+            f"API key: set for {escape(judge.key_withheld_for)} only, so not sent to "
+            f"{escape(judge.base_url or 'the OpenAI API')} (llm.key_base_url names the server it is for)",
+            highlight=False,
+        )
+    else:
+        console.print(f"API key: {'set' if judge.api_key_set else 'not set'}")
 
 
 @app.command("doctor")
