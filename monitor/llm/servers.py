@@ -19,6 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from monitor.config import MAX_CONCURRENCY
+
 # port -> the server that usually listens there (a guess: any OpenAI-compatible server is taken)
 USUAL_PORTS: dict[int, str] = {11434: "Ollama", 8080: "llama.cpp", 1234: "LM Studio", 8000: "vLLM"}
 HOSTS = ("127.0.0.1", "localhost")
@@ -112,7 +114,8 @@ def _slots(host: str, port: int) -> int | None:
     """llama.cpp's server says how many requests it serves at once (`-np N`) in GET /props."""
     props = _get_json(f"http://{host}:{port}/props")
     slots = props.get("total_slots") if isinstance(props, dict) else None
-    return slots if isinstance(slots, int) and slots > 0 else None
+    # What a server says is bounded as the setting is (llm.concurrency): 100000000 would not load.
+    return min(slots, MAX_CONCURRENCY) if isinstance(slots, int) and slots > 0 else None
 
 
 def _probe(port: int) -> FoundServer | None:
