@@ -104,7 +104,7 @@ class Section(BaseModel):
     if final; an infinite or 1e300 timeout loaded, then overflowed mid-run. `allow_inf_nan=False`
     refuses NaN and infinities for every float (nested ones too), and a numeric setting without an
     upper bound is refused when its section is defined (`_require_bounds`), so a new setting cannot
-    forget one: its section fails at import, and tests/test_settings_fuzz.py covers it from then on."""
+    forget one: its section fails at import, and tests/test_fuzz_inputs.py covers it from then on."""
 
     # An unknown key in a section is a typo the user wants to hear about.
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
