@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import tomlkit
+from annotated_types import Ge, Gt, Le, Lt
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from pydantic import BaseModel, SecretStr
 
@@ -149,6 +150,17 @@ def _choices(annotation: Any) -> list[str]:
     return []
 
 
+def _range(info: Any) -> str | None:
+    """A numeric setting's bounds as a comment line ("range: 0 < value <= 3600"); None if it has none."""
+    lower = upper = ""
+    for m in info.metadata:
+        if isinstance(m, Ge | Gt):
+            lower = f"{m.ge} <= " if isinstance(m, Ge) else f"{m.gt} < "
+        elif isinstance(m, Le | Lt):
+            upper = f" <= {m.le}" if isinstance(m, Le) else f" < {m.lt}"
+    return f"range: {lower}value{upper}" if lower or upper else None
+
+
 def describe(settings_cls: type[BaseModel] = Settings) -> list[SectionDoc]:
     sections = []
     for name, info in settings_cls.model_fields.items():
@@ -163,6 +175,8 @@ def describe(settings_cls: type[BaseModel] = Settings) -> list[SectionDoc]:
                 comments = [FALLBACK_NOTES[f"{name}.{key}"]]
             if choices := _choices(f.annotation):
                 comments.append("one of: " + ", ".join(choices))
+            if bounds := _range(f):
+                comments.append(bounds)
             comments.append(f"env: MONITOR_{name.upper()}__{key.upper()}")
             default = f.get_default(call_default_factory=True)
             docs.append(SettingDoc(key, toml_value(default), comments))

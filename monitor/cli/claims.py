@@ -50,13 +50,17 @@ def init_command(
     --example or a yes at the prompt, the shipped seed exports: `monitor run --source sample` then
     works here. Claim files in the seeds directory are imported (skip with --no-import).
     """
-    from monitor.config import DEFAULT_CONFIG_FILE
+    from monitor.config import DEFAULT_CONFIG_FILE, load_settings
     from monitor.llm.servers import find_servers
     from monitor.scaffold import check_target, write_config
+    from monitor.store.db import check_database_url
 
     app_ctx = ctx_of(ctx)
     target = Path(app_ctx.config or DEFAULT_CONFIG_FILE)
     check_target(target, force)  # before the scan: an existing config is kept unless --force
+    # Nothing is written before the database and the environment's settings are known to be usable: the
+    # new file sets no database, so --db or MONITOR_DATABASE__URL names it.
+    check_database_url(app_ctx.db_url or load_settings(file=False).database.url)
     server = None
     if not no_detect:
         detection = find_servers(port)

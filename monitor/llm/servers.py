@@ -27,6 +27,8 @@ import httpx2
 
 from monitor.text import printable
 
+from monitor.config import MAX_CONCURRENCY
+
 # port -> the server that usually listens there (a guess: any OpenAI-compatible server is taken)
 USUAL_PORTS: dict[int, str] = {11434: "Ollama", 8080: "llama.cpp", 1234: "LM Studio", 8000: "vLLM"}
 HOSTS = ("127.0.0.1", "localhost")
@@ -165,7 +167,10 @@ async def _slots(client: httpx2.AsyncClient, host: str, port: int) -> int | None
     """llama.cpp's server says how many requests it serves at once (`-np N`) in GET /props."""
     props = await _get_json(client, f"http://{host}:{port}/props")
     slots = props.get("total_slots") if isinstance(props, dict) else None
-    return slots if isinstance(slots, int) and not isinstance(slots, bool) and slots > 0 else None
+    # What a server says is bounded as the setting is (llm.concurrency): 100000000 would not load.
+    if isinstance(slots, int) and not isinstance(slots, bool) and slots > 0:
+        return min(slots, MAX_CONCURRENCY)
+    return None
 
 
 async def _probe(client: httpx2.AsyncClient, port: int, deadline: float) -> FoundServer | str | None:

@@ -84,6 +84,24 @@ def _create(url: str, parsed: URL, kwargs: dict[str, object]) -> Engine:
         raise DatabaseError(f"database URL {redact(url)} is not usable: {exc}") from None
 
 
+def check_database_url(url: str) -> URL:
+    """The parsed URL, or the one-line error opening it would end in; connects to nothing, so a command
+    that writes files first (`monitor init`) can check before it writes anything."""
+    given, url = url, _normalise_url(url)
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise DatabaseError(f"database URL is not valid: {url!r}") from None
+    _require_database_name(parsed, given)
+    if parsed.get_backend_name() == "sqlite":
+        db = parsed.database
+        if db and db != ":memory:":
+            parent = Path(db).expanduser().parent
+            if not parent.exists():
+                raise DatabaseError(f"database directory does not exist: {parent} (from {redact(url)})")
+    return parsed
+
+
 def make_engine(
     url: str,
     echo: bool = False,
@@ -94,19 +112,10 @@ def make_engine(
 
     `statement_timeout_seconds` (PostgreSQL; for a server answering requests, the claim board): the
     server cancels a statement that runs longer, and a pooled connection is waited for no longer."""
-    given, url = url, _normalise_url(url)
-    try:
-        parsed = make_url(url)
-    except ArgumentError:
-        raise DatabaseError(f"database URL is not valid: {url!r}") from None
-    _require_database_name(parsed, given)
+    parsed = check_database_url(url)
+    url = _normalise_url(url)
     kwargs: dict[str, object] = {"echo": echo, "future": True}
     if parsed.get_backend_name() == "sqlite":
-        db = parsed.database
-        if db and db != ":memory:":
-            parent = Path(db).expanduser().parent
-            if not parent.exists():
-                raise DatabaseError(f"database directory does not exist: {parent} (from {redact(url)})")
         kwargs["connect_args"] = {"timeout": busy_timeout_seconds}
     else:
         kwargs["pool_pre_ping"] = True

@@ -19,6 +19,7 @@ from monitor.store.db import Store
 from monitor.store.models import Claim
 from monitor.store.verdicts import verdict_history
 from monitor.terminal import print_table
+from monitor.text import quoted
 from monitor.verdicts.rollup import CurrentVerdict, claim_dates, load_evidence, stored_outcome
 from monitor.verdicts.rules import (
     COUNTS,
@@ -148,9 +149,9 @@ def claim_detail(store: Store, settings: Settings, claim_id: str) -> ClaimDetail
                 shown = ", ".join(matches[:10]) + (
                     f" and {len(matches) - 10} more" if len(matches) > 10 else ""
                 )
-                raise UsageError(f"claim id prefix {claim_id!r} is ambiguous: {shown}")
+                raise UsageError(f"claim id prefix {quoted(claim_id)} is ambiguous: {shown}")
         if claim is None:
-            raise NotFound(f"no claim with id {claim_id!r} (see `monitor verdicts`)")
+            raise NotFound(f"no claim with id {quoted(claim_id)} (see `monitor verdicts`)")
         lines = [(line.id, line.question) for line in lines_of_claim(s, claim.id)]
         date = claim_dates(s, [claim])[claim.id]
         cutoff = evidence_cutoff(date)
