@@ -25,9 +25,8 @@ from typing import Any, TypeVar
 
 import httpx2
 
-from monitor.text import printable
-
 from monitor.config import MAX_CONCURRENCY
+from monitor.text import printable
 
 # port -> the server that usually listens there (a guess: any OpenAI-compatible server is taken)
 USUAL_PORTS: dict[int, str] = {11434: "Ollama", 8080: "llama.cpp", 1234: "LM Studio", 8000: "vLLM"}
