@@ -12,22 +12,28 @@ import json
 import logging
 import os
 import tomllib
+import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
+from annotated_types import Le, Lt
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     SecretStr,
     ValidationError,
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
 from monitor.errors import ConfigError
 from monitor.progress import line_interval
+from monitor.text import unprintable
 
 log = logging.getLogger(__name__)
 
@@ -55,16 +61,75 @@ OTHER_VARIABLES = frozenset(
 )
 
 
+# Bounds shared by a setting and the code that writes or checks it (`monitor init`, the relevance cut).
+MAX_CONCURRENCY = 256  # LLM requests in flight: more than any one server's slots
+MAX_LEXICAL_WEIGHT = 100.0  # hybrid relevance: weight of BM25 (0..1) beside the cosine (-1..1)
+
+
+def fault(key: str, message: str) -> PydanticCustomError:
+    """The error a check across keys raises: `key` (relative to where the check runs) is the one at
+    fault, so the user reads "relevance.cut: ..." like any other bad value (`_problem`)."""
+    return PydanticCustomError("setting", "{message}", {"key": key, "message": message})
+
+
+def _plain_text(key: str, value: Any) -> None:
+    """Refuse control characters and line breaks in a text setting (also inside lists and tables):
+    every text setting is one line (a URL, a host, a name, a mail subject), and a NUL or a CR/LF in one
+    failed later, mid-run, with a traceback (a path with a NUL, a CR/LF in a mail header)."""
+    if isinstance(value, SecretStr):
+        value = value.get_secret_value()
+    if isinstance(value, str | Path):
+        text = str(value)
+        problem = unprintable(text) or ("a line break" if "\n" in text else None)
+        if problem:
+            raise fault(key, f"contains {problem}; a setting is one line of plain text")
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _plain_text(key, item)
+    elif isinstance(value, dict):
+        for k, item in value.items():
+            _plain_text(key, k)
+            _plain_text(key, item)
+
+
+def _require_bounds(cls: type[BaseModel]) -> None:
+    """Refuse, when a section is defined, a numeric setting without an upper bound (Field(le=...))."""
+    for name, info in cls.model_fields.items():
+        kinds = {info.annotation, *typing.get_args(info.annotation)}
+        if kinds & {int, float} and not any(isinstance(m, Le | Lt) for m in info.metadata):
+            raise TypeError(f"{cls.__name__}.{name}: a numeric setting needs an upper bound (Field(le=...))")
+
+
 class Section(BaseModel):
+    """A settings section. Every number in one is finite and bounded on both sides (issue 33): NaN
+    compares false with everything, so a NaN cut selected no pair and the digest said "none bears" as
+    if final; an infinite or 1e300 timeout loaded, then overflowed mid-run. `allow_inf_nan=False`
+    refuses NaN and infinities for every float (nested ones too), and a numeric setting without an
+    upper bound is refused when its section is defined (`_require_bounds`), so a new setting cannot
+    forget one: its section fails at import, and tests/test_fuzz_inputs.py covers it from then on."""
+
     # An unknown key in a section is a typo the user wants to hear about.
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        _require_bounds(cls)
+
+    @model_validator(mode="after")
+    def _one_line_texts(self) -> Section:
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if not isinstance(value, BaseModel):  # a nested section checks its own
+                _plain_text(name, value)
+        return self
 
 
 class DatabaseSettings(Section):
     url: str = "sqlite:///monitor.db"
     echo: bool = False
     # SQLite: how long a write waits for another process's write lock before the command exits 75.
-    busy_timeout_seconds: float = Field(default=30.0, gt=0)
+    busy_timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
 
 
 class PathSettings(Section):
@@ -78,14 +143,14 @@ class ArxivSettings(Section):
     api_url: str = "https://export.arxiv.org/api/query"
     rss_url: str = "https://rss.arxiv.org"
     rss_flavour: Literal["atom", "rss"] = "atom"  # rss.arxiv.org/{atom|rss}/cat1+cat2
-    delay_seconds: float = 3.0
-    timeout_seconds: float = Field(default=30.0, gt=0)
-    max_retries: int = Field(default=5, ge=0)
-    page_size: int = Field(default=2000, ge=1)
+    delay_seconds: float = Field(default=3.0, le=600)  # between requests; at least 3 (arXiv's terms)
+    timeout_seconds: float = Field(default=30.0, gt=0, le=600)
+    max_retries: int = Field(default=5, ge=0, le=20)
+    page_size: int = Field(default=2000, ge=1, le=2000)  # arXiv serves results in slices of at most 2,000
     contact: str = "claim-monitor-user@example.invalid"
     sample_path: Path | None = None  # overrides the shipped sample
     snapshot_path: Path | None = None  # e.g. ../shared/arxiv/corpus.jsonl
-    lookback_days: int = Field(default=7, ge=1)  # first run with no high-water mark
+    lookback_days: int = Field(default=7, ge=1, le=3650)  # first run with no high-water mark
     # broad: one query per category set and window (relevance narrows); topics: one query per line
     query_mode: Literal["broad", "topics"] = "broad"
     topics: dict[str, list[str]] = Field(default_factory=dict)  # line id -> arXiv search terms
@@ -110,14 +175,20 @@ class RelevanceSettings(Section):
     query_context: list[Literal["title", "questions", "topics"]] = Field(
         default_factory=lambda: ["title", "questions"]
     )
-    lexical_weight: float = Field(default=3.0, ge=0)  # hybrid score = weight * BM25 (0..1) + cosine
-    embed_gate: float = Field(default=0.10, ge=0)  # hybrid: embed titles only where some BM25 reaches it
+    # hybrid score = weight * BM25 (0..1) + cosine
+    lexical_weight: float = Field(default=3.0, ge=0, le=MAX_LEXICAL_WEIGHT)
+    # hybrid: embed titles only where some BM25 reaches it
+    embed_gate: float = Field(default=0.10, ge=0, le=1)
     # Per claim, the share of the reference sample's papers that pass: sets the claim's score cut.
     share: float = Field(default=0.02, gt=0, le=1)
     max_share: float = Field(default=0.1, gt=0, le=1)  # ceiling per claim in any one scanned batch
-    min_score: float = 0.0  # no pair scoring at or below this is ever selected
-    cut: float | None = None  # one fixed score cut for every claim instead of the learned ones
-    batch_size: int = Field(default=2000, ge=1)  # paper versions scored and committed together
+    # Scores lie in 0..1 (bm25) or -1..lexical_weight + 1 (hybrid). A floor or cut at or above the
+    # method's highest score would select no pair, so it is refused.
+    # No pair scoring at or below min_score is ever selected.
+    min_score: float = Field(default=0.0, ge=-1, le=MAX_LEXICAL_WEIGHT + 1)
+    # One fixed score cut for every claim instead of the learned ones.
+    cut: float | None = Field(default=None, ge=-1, le=MAX_LEXICAL_WEIGHT + 1)
+    batch_size: int = Field(default=2000, ge=1, le=100_000)  # paper versions scored and committed together
     # llm: the LLM server screens every paper against every claim (or against the claims of a first
     # cut, `screen_share` < 1) and only what it keeps is judged (monitor/relevance/screen.py); needs an
     # LLM. auto: llm whenever the judge in force is an LLM, none for the embedded judge, so with an LLM no
@@ -128,15 +199,19 @@ class RelevanceSettings(Section):
     screen_share: float = Field(default=1.0, gt=0, le=1)
     # The first cut under a screen is wide, and there the 0.10 embedding gate costs recall (at 20% of
     # pairs: 0.862 gated, 0.931 with every title embedded; bench/relevance_bench.py --embed-gate).
-    screen_embed_gate: float = Field(default=0.0, ge=0)
+    screen_embed_gate: float = Field(default=0.0, ge=0, le=1)
     # Claims per screen group: a call asks about one group's claims (the stable, cached prefix of every
     # call of a run) and `screen_papers_per_call` papers after them.
-    screen_claims_per_call: int = Field(default=40, ge=1)
+    screen_claims_per_call: int = Field(default=40, ge=1, le=200)
     screen_papers_per_call: int = Field(default=4, ge=1, le=20)
     screen_model: str | None = None  # default: llm.model
     # The screen through the OpenAI Batch API (half price, answers within 24 h), for backfills: each run
     # collects finished screen batches and submits the pending pairs no open batch carries.
     screen_batch: bool = False
+
+    def highest_score(self) -> float:
+        """The most a pair can score under this method (scoring.py): BM25 is 0..1, the cosine at most 1."""
+        return 1.0 if self.method == "bm25" else self.lexical_weight + 1.0
 
     def resolved(self, judge_provider: str) -> RelevanceSettings:
         """The settings in force for this judge. `screen = "auto"` becomes "llm" under an LLM judge and
@@ -175,35 +250,80 @@ def embedded_alias(value: Any, where: str) -> Any:
     return EMBEDDED
 
 
+OPENAI_API_URL = "https://api.openai.com/v1"  # where a key goes when no other server is named for it
+
+
+def same_server(a: str, b: str) -> bool:
+    """Whether two base URLs name the same server and path (scheme, host, port and path compared;
+    case of the host, default ports and a trailing slash aside)."""
+
+    def parts(url: str) -> tuple[str, str, int | None, str]:
+        try:
+            u = urlsplit(url.strip())
+            port = u.port or {"http": 80, "https": 443}.get(u.scheme.lower())
+        except ValueError:
+            return (url, "", None, "")  # unparseable: equal to itself only
+        return (u.scheme.lower(), (u.hostname or "").lower(), port, u.path.rstrip("/"))
+
+    return parts(a) == parts(b)
+
+
 class LLMSettings(Section):
     """The connection every LLM use shares: the judge, the screen, research questions, rewording, cost."""
 
     base_url: str | None = None  # an OpenAI-compatible server: http://127.0.0.1:8080/v1 (OPENAI_BASE_URL)
     api_key: SecretStr | None = None  # better set OPENAI_API_KEY in the environment; never logged
+    # The one server the API key is sent to; to any other base_url it is not sent (a server `monitor
+    # init` found gets none). Unset: the base URL given beside the key (OPENAI_BASE_URL beside
+    # OPENAI_API_KEY, MONITOR_LLM__BASE_URL beside MONITOR_LLM__API_KEY), else the OpenAI API.
+    key_base_url: str | None = None
     model: str = "gpt-4o-mini"  # part of every LLM judgement's cache key
-    timeout_seconds: float = Field(default=60.0, gt=0)  # per HTTP request
-    max_retries: int = Field(default=4, ge=0)  # retries of 429 / 5xx / timeouts per request (Retry-After)
-    backoff_seconds: float = Field(default=1.0, ge=0)  # first retry wait when the server sends no Retry-After
-    max_retry_wait_seconds: float = Field(default=120.0, ge=0)  # a longer Retry-After is not waited for
+    timeout_seconds: float = Field(default=60.0, gt=0, le=3600)  # per HTTP request
+    # retries of 429 / 5xx / timeouts per request (Retry-After)
+    max_retries: int = Field(default=4, ge=0, le=20)
+    # first retry wait when the server sends no Retry-After
+    backoff_seconds: float = Field(default=1.0, ge=0, le=600)
+    # a longer Retry-After is not waited for
+    max_retry_wait_seconds: float = Field(default=120.0, ge=0, le=86400)
     # Server failures (5xx, 429) in a row for this long stop the run (exit 6); a rerun resumes.
     server_failure_seconds: float = Field(60.0, gt=0.0, le=3600.0)
-    concurrency: int = Field(default=4, ge=1)  # requests in flight at once
+    concurrency: int = Field(default=4, ge=1, le=MAX_CONCURRENCY)  # requests in flight at once
     # per run, judge and screen together; when spent, the run stops cleanly and the rest stays pending
-    token_budget: int | None = Field(default=None, ge=1)
-    price_input_per_million: float = Field(default=0.15, ge=0)  # USD per million prompt tokens (estimates)
+    token_budget: int | None = Field(default=None, ge=1, le=10**12)
+    # USD per million prompt tokens (estimates)
+    price_input_per_million: float = Field(default=0.15, ge=0, le=10_000)
     # USD per million prompt tokens served from the provider's prefix cache (OpenAI reports them as
     # usage.prompt_tokens_details.cached_tokens; gpt-4o-mini bills them at half the input rate)
-    price_cached_input_per_million: float = Field(default=0.075, ge=0)
-    price_output_per_million: float = Field(default=0.60, ge=0)  # USD per million completion tokens
+    price_cached_input_per_million: float = Field(default=0.075, ge=0, le=10_000)
+    # USD per million completion tokens
+    price_output_per_million: float = Field(default=0.60, ge=0, le=10_000)
     # A stronger model for the judge's second look (judge.second_look): the few pairs that move verdicts.
     # None: llm.model, with the second look's own prompt.
     review_model: str | None = None
     batch: bool = False  # `monitor judge` uses the OpenAI Batch API (half price, results within 24 h)
-    batch_poll_seconds: float = Field(default=30.0, gt=0)  # with `monitor judge --batch --wait`
+    batch_poll_seconds: float = Field(default=30.0, gt=0, le=3600)  # with `monitor judge --batch --wait`
     temperature: float = Field(default=0.0, ge=0, le=2)  # the OpenAI API's range
     # auto: json_schema, then json_object with the schema (llama.cpp), then json_object, then plain text;
     # the first the server takes is remembered for the rest of the run.
     response_format: Literal["auto", "json_schema", "json_object_schema", "json_object", "text"] = "auto"
+
+    # The server the key was for when it was withheld from base_url (see _key_for_its_server).
+    _withheld_for: str | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _key_for_its_server(self) -> LLMSettings:
+        """A key goes only to the server it was given for: never to another base URL, such as a local
+        port that anything may listen on. Withheld here, so no use of the settings can send it."""
+        home = self.key_base_url or OPENAI_API_URL
+        if self.api_key is not None and not same_server(self.base_url or OPENAI_API_URL, home):
+            self.api_key = None
+            self._withheld_for = home
+        return self
+
+    @property
+    def withheld_for(self) -> str | None:
+        """The server an API key was given for when it is not sent to base_url; None otherwise."""
+        return self._withheld_for
 
     def configured(self) -> bool:
         """An OpenAI-compatible server is configured (a base URL or an API key)."""
@@ -220,12 +340,12 @@ class JudgeSettings(Section):
     # auto: openai when llm.base_url or an API key is set, else the embedded model.
     provider: Literal["auto", "embedded", "openai"] = "auto"
     # claims of one paper judged in one request (they share the abstract's tokens)
-    claims_per_call: int = Field(default=4, ge=1)
-    max_output_tokens: int = Field(default=300, ge=1)  # per claim in a call
+    claims_per_call: int = Field(default=4, ge=1, le=100)
+    max_output_tokens: int = Field(default=300, ge=1, le=100_000)  # per claim in a call
     prompts_dir: Path | None = None  # your own *.j2 templates (default: the shipped prompts/)
     # A pair whose answer was invalid or refused in this many judge passes is parked: no longer asked
     # until `--force` or `monitor retest` (0: never park).
-    park_after_failures: int = Field(3, ge=0)
+    park_after_failures: int = Field(3, ge=0, le=1000)
     # A second, closer reading before an LLM label counts (monitor/judge/second_look.py): "all" every
     # SUPPORTS, RELAXES and OVERTURNS and every unsure UNRELATED; "moving" only RELAXES, OVERTURNS and
     # unsure labels (the issue's minimum); "none" never. A disagreement goes to the curator's queue.
@@ -237,8 +357,8 @@ class JudgeSettings(Section):
     # counts the rest as below the cut, not as failed or pending; an LLM judge reads them all. None: no
     # cut. Above 150 claims the digest lists only some claims in full (report/budget.py); the figures
     # behind both defaults are in docs/scale.md.
-    embedded_top_k: int | None = Field(default=10, ge=1)
-    embedded_cut_above_claims: int = Field(default=150, ge=0)
+    embedded_top_k: int | None = Field(default=10, ge=1, le=100_000)
+    embedded_cut_above_claims: int = Field(default=150, ge=0, le=1_000_000)
 
     @field_validator("provider", mode="before")
     @classmethod
@@ -262,7 +382,7 @@ class VerdictSettings(Section):
     # [] publishes every judge's verdicts unreviewed.
     confirm_judges: list[str] = Field(default_factory=lambda: [EMBEDDED])
     min_confidence: float = Field(0.3, ge=0.0, le=1.0)  # assessments below are ignored
-    recent_months: int = Field(6, ge=1)  # window for "strongest recent contradicting work"
+    recent_months: int = Field(6, ge=1, le=1200)  # window for "strongest recent contradicting work"
     exclude_anchors: bool = True  # a line's own anchor papers are not new evidence for its claims
 
 
@@ -276,9 +396,9 @@ class WebhookSettings(Section):
     # How logs, errors and the digest's record name it; default: the kind and a hash of the URL.
     name: str | None = None
     headers: dict[str, SecretStr] = Field(default_factory=dict)  # e.g. Authorization; never logged
-    timeout_seconds: float = Field(default=10.0, gt=0)
-    max_retries: int = Field(default=3, ge=0)
-    retry_wait_seconds: float = Field(default=2.0, ge=0)  # first back-off; doubles per attempt
+    timeout_seconds: float = Field(default=10.0, gt=0, le=600)
+    max_retries: int = Field(default=3, ge=0, le=20)
+    retry_wait_seconds: float = Field(default=2.0, ge=0, le=600)  # first back-off; doubles per attempt
 
     @model_validator(mode="after")
     def _one_url(self) -> WebhookSettings:
@@ -310,9 +430,9 @@ class EmailSettings(Section):
     password: SecretStr | None = None
     sender: str = "claim-monitor@localhost"
     recipients: list[str] = Field(default_factory=list)
-    timeout_seconds: float = Field(default=30.0, gt=0)
-    max_retries: int = Field(default=3, ge=0)
-    retry_wait_seconds: float = Field(default=5.0, ge=0)  # first back-off; doubles per attempt
+    timeout_seconds: float = Field(default=30.0, gt=0, le=600)
+    max_retries: int = Field(default=3, ge=0, le=20)
+    retry_wait_seconds: float = Field(default=5.0, ge=0, le=600)  # first back-off; doubles per attempt
     ca_file: Path | None = None  # extra CA bundle for a server with a private certificate
     subject_prefix: str = "[claim-monitor]"
 
@@ -323,13 +443,24 @@ class ScheduleSettings(Section):
     fetch_cron: str = "0 6 * * *"  # fetch, relevance, judge, verdicts; no digest
     timezone: str | None = None  # IANA name; default: the machine's local zone
     source: str = "api"  # what the daemon's jobs fetch from: api | rss | sample | a snapshot file
-    misfire_grace_seconds: int = Field(default=3600, ge=1)
+    misfire_grace_seconds: int = Field(default=3600, ge=1, le=7 * 86400)
     on_lock_held: Literal["exit", "wait"] = "exit"
-    lock_wait_seconds: int = Field(default=600, ge=0)
+    lock_wait_seconds: int = Field(default=600, ge=0, le=86400)
     # SQLite run lock: a holder whose heartbeat is older than this is presumed dead and taken over
     # (at once when it ran on this host and its pid is gone). PostgreSQL frees the lock itself.
-    lock_stale_seconds: int = Field(default=300, ge=1)
-    lock_heartbeat_seconds: int = Field(default=15, ge=1)
+    # At least twice lock_heartbeat_seconds, so one late heartbeat never makes a live run look dead.
+    lock_stale_seconds: int = Field(default=300, ge=1, le=86400)
+    lock_heartbeat_seconds: int = Field(default=15, ge=1, le=3600)
+
+    @model_validator(mode="after")
+    def _stale_after_heartbeats(self) -> ScheduleSettings:
+        if self.lock_stale_seconds < 2 * self.lock_heartbeat_seconds:
+            raise fault(
+                "lock_stale_seconds",
+                f"{self.lock_stale_seconds} is less than twice lock_heartbeat_seconds "
+                f"({self.lock_heartbeat_seconds}): one late heartbeat would make a live run look dead",
+            )
+        return self
 
     @field_validator("digest_cron", "fetch_cron")
     @classmethod
@@ -357,7 +488,15 @@ class WebSettings(Section):
 
     host: str = "127.0.0.1"
     port: int = Field(default=8765, ge=0, le=65535)
-    token: SecretStr | None = None  # without it the app is read-only; never logged, never in a file
+    # Without it the app is read-only; never logged, never in a file. At least 20 characters, 10 of
+    # them different: python -c 'import secrets; print(secrets.token_urlsafe(24))'.
+    token: SecretStr | None = None
+    # A page answers within this or says the database is unavailable (503); on PostgreSQL also each
+    # statement's limit on the server and the longest wait for a pooled connection.
+    request_timeout_seconds: float = Field(default=15.0, gt=0, le=600)
+    # Addresses whose X-Forwarded-Proto and X-Forwarded-For are believed (a reverse proxy): an https
+    # request through them gets Secure cookies, and sign-in attempts are counted per real client.
+    trusted_proxies: list[str] = Field(default_factory=lambda: ["127.0.0.1", "::1"])
 
 
 class Settings(BaseSettings):
@@ -403,6 +542,22 @@ class Settings(BaseSettings):
         data["judge"], data["llm"] = judge, llm
         return data
 
+    @model_validator(mode="after")
+    def _selects_something(self) -> Settings:
+        """A relevance cut or floor at or above the highest score selects no pair, and the digest would
+        read "none bears on a claim"; checked on the settings in force (an LLM judge changes the method)."""
+        cfg = self.relevance_in_force()
+        top = cfg.highest_score()
+        for key in ("cut", "min_score"):
+            value = getattr(cfg, key)
+            if value is not None and value >= top:
+                raise fault(
+                    f"relevance.{key}",
+                    f"{value:g} is at or above the highest score the {cfg.method} method gives ({top:g}), "
+                    "so no pair would ever be selected",
+                )
+        return self
+
     def llm_configured(self) -> bool:
         """Whether an LLM server is configured: the one question every LLM use asks."""
         return self.llm.configured()
@@ -444,7 +599,34 @@ def _standard_env(data: dict[str, Any]) -> dict[str, Any]:
             data.setdefault("llm", {})[key] = os.environ[variable]
     if os.environ.get("MONITOR_SMTP_PASSWORD"):
         data.setdefault("email", {}).setdefault("password", os.environ["MONITOR_SMTP_PASSWORD"])
+    _pair_key_with_its_url(data)
     return data
+
+
+def _pair_key_with_its_url(data: dict[str, Any]) -> None:
+    """Set llm.key_base_url, where nobody did, to the base URL given beside the key in the environment:
+    OPENAI_BASE_URL beside OPENAI_API_KEY, MONITOR_LLM__BASE_URL beside MONITOR_LLM__API_KEY (or their
+    old [judge] spellings). A key given alone (or in a file) stays the OpenAI API's (LLMSettings)."""
+    env = {name.upper(): value for name, value in os.environ.items() if value}
+    given = [s for s in ("llm", "judge") if isinstance(data.get(s), dict) and "key_base_url" in data[s]]
+    named = {f"{ENV_PREFIX}{s}__KEY_BASE_URL" for s in ("LLM", "JUDGE")} & set(env)
+    if given or named or not isinstance(data.get("llm", {}), dict):
+        return
+    pairs = [(f"{ENV_PREFIX}{s}__API_KEY", f"{ENV_PREFIX}{s}__BASE_URL") for s in ("LLM", "JUDGE")]
+    for key, url in pairs:
+        if key in env:  # the MONITOR_ spelling wins over OPENAI_API_KEY, as it does for the key itself
+            if url in env:
+                data.setdefault("llm", {})["key_base_url"] = env[url]
+            return
+    if "OPENAI_API_KEY" in env and "OPENAI_BASE_URL" in env and _key_from_openai_variable(data):
+        data.setdefault("llm", {})["key_base_url"] = env["OPENAI_BASE_URL"]
+
+
+def _key_from_openai_variable(data: dict[str, Any]) -> bool:
+    """Whether the key in force is OPENAI_API_KEY's (folded in by _standard_env), not a file's."""
+    llm = data.get("llm") if isinstance(data.get("llm"), dict) else {}
+    given = os.environ.get("OPENAI_API_KEY")
+    return bool(given) and llm.get("api_key") == given
 
 
 def _moved_keys(data: dict[str, Any], path: Path | None) -> dict[str, tuple[str, str]]:
@@ -471,9 +653,12 @@ def config_path(explicit: str | Path | None = None) -> Path | None:
     return default if default.exists() else None
 
 
-def load_settings(explicit: str | Path | None = None) -> Settings:
-    """Load settings; every problem becomes one ConfigError line naming the file and key."""
-    path = config_path(explicit)
+def load_settings(explicit: str | Path | None = None, *, file: bool = True) -> Settings:
+    """Load settings; every problem becomes one ConfigError line naming the file and key.
+
+    `file=False`: defaults and the environment only, what a config that sets nothing (the one
+    `monitor init` is about to write) will load as, checked before it is written."""
+    path = config_path(explicit) if file else None
     data: dict[str, Any] = {}
     if path is not None:
         if not path.exists():
@@ -504,6 +689,14 @@ def load_settings(explicit: str | Path | None = None) -> Settings:
     # After loading, so that a configuration error stays the one line the user reads.
     for where, new in old.values():
         log.warning("%s is now %s (the old name still loads)", where, new)
+    if settings.llm.withheld_for and not _key_from_openai_variable(data):
+        # A key the user set for this project (not a shell-wide OPENAI_API_KEY) that goes nowhere.
+        log.warning(
+            "llm.api_key is not sent to llm.base_url %s: it is for %s; set llm.key_base_url "
+            "(MONITOR_LLM__KEY_BASE_URL) to the server it belongs to",
+            settings.llm.base_url or OPENAI_API_URL,
+            settings.llm.withheld_for,
+        )
     return settings
 
 
@@ -562,9 +755,12 @@ def _problem(err: Any, old: dict[str, tuple[str, str]]) -> str:
     """One validation problem, naming the environment variable when the value came from one, and an
     `[llm]` key by its old `[judge]` spelling (`old`) when the user wrote that."""
     loc = [str(p) for p in err["loc"]]
+    if err.get("type") == "setting":  # a check across keys (`fault`) names the key at fault
+        loc += err["ctx"]["key"].split(".")
+    explained = _explain(err).removeprefix("Value error, ")
     if loc[:1] == ["llm"] and len(loc) >= 2 and loc[1] in old:
         loc[0] = "judge"
-    text = f"{'.'.join(loc)}: {_explain(err)}"
+    text = f"{'.'.join(loc)}: {explained}"
     if len(loc) >= 2:
         variable = f"{ENV_PREFIX}{loc[0]}__{loc[1]}".upper()
         names = _env_names()

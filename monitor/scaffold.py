@@ -7,6 +7,11 @@ model: a setting added there appears here, with its comment, without touching th
 Settings `monitor init` found values for (a local LLM server's judge settings) are written set, not
 commented; `monitor doctor --write` sets them in an existing file with `update_config`, which keeps the
 file's comments and layout (tomlkit).
+
+A first project's claims: `write_example_claims` leaves a commented example claim file in the seeds
+folder, and `copy_seed_exports` copies the research library's seed exports that ship in the package
+(monitor/data/seeds/, the same files as the repository's seeds/), so `monitor run --source sample`
+works in any folder.
 """
 
 from __future__ import annotations
@@ -18,10 +23,13 @@ import tokenize
 import tomllib
 import typing
 from dataclasses import dataclass, field
+from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
 import tomlkit
+from annotated_types import Ge, Gt, Le, Lt
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from pydantic import BaseModel, SecretStr
 
@@ -142,6 +150,17 @@ def _choices(annotation: Any) -> list[str]:
     return []
 
 
+def _range(info: Any) -> str | None:
+    """A numeric setting's bounds as a comment line ("range: 0 < value <= 3600"); None if it has none."""
+    lower = upper = ""
+    for m in info.metadata:
+        if isinstance(m, Ge | Gt):
+            lower = f"{m.ge} <= " if isinstance(m, Ge) else f"{m.gt} < "
+        elif isinstance(m, Le | Lt):
+            upper = f" <= {m.le}" if isinstance(m, Le) else f" < {m.lt}"
+    return f"range: {lower}value{upper}" if lower or upper else None
+
+
 def describe(settings_cls: type[BaseModel] = Settings) -> list[SectionDoc]:
     sections = []
     for name, info in settings_cls.model_fields.items():
@@ -156,6 +175,8 @@ def describe(settings_cls: type[BaseModel] = Settings) -> list[SectionDoc]:
                 comments = [FALLBACK_NOTES[f"{name}.{key}"]]
             if choices := _choices(f.annotation):
                 comments.append("one of: " + ", ".join(choices))
+            if bounds := _range(f):
+                comments.append(bounds)
             comments.append(f"env: MONITOR_{name.upper()}__{key.upper()}")
             default = f.get_default(call_default_factory=True)
             docs.append(SettingDoc(key, toml_value(default), comments))
@@ -236,3 +257,45 @@ def update_config(path: Path, chosen: Chosen, why: str) -> None:
     except (tomllib.TOMLDecodeError, ValueError) as exc:
         raise ConfigError(f"{path}: not updated, the result would not load: {exc}") from None
     _write(path, text)
+
+
+# --- a first project's claims: the example claim file and the shipped seed exports ----------------
+
+EXAMPLE_CLAIMS = "my_claims.yaml"  # the name `monitor init` gives the example in the seeds folder
+
+
+def _shipped(name: str) -> Traversable:
+    """A file or folder under monitor/data/, read through the package: a wheel carries it there."""
+    return resources.files("monitor") / "data" / name
+
+
+def shipped_seed_exports() -> list[Traversable]:
+    """The research library's seed exports that ship with the package (monitor/data/seeds/), by name."""
+    return sorted((f for f in _shipped("seeds").iterdir() if f.name.endswith(".txt")), key=lambda f: f.name)
+
+
+def write_example_claims(folder: Path) -> Path | None:
+    """Leave the commented example claim file in `folder`; None when a file of that name is there."""
+    target = folder / EXAMPLE_CLAIMS
+    if target.exists():
+        return None
+    _copy(_shipped("example_claims.yaml"), target)
+    return target
+
+
+def copy_seed_exports(folder: Path) -> tuple[list[Path], list[Path]]:
+    """Copy the shipped seed exports into `folder`: (copied, kept), never overwriting a file there."""
+    copied: list[Path] = []
+    kept: list[Path] = []
+    for export in shipped_seed_exports():
+        target = folder / export.name
+        if target.exists():
+            kept.append(target)
+        else:
+            _copy(export, target)
+            copied.append(target)
+    return copied, kept
+
+
+def _copy(source: Traversable, target: Path) -> None:
+    write_atomic(target, source.read_text(encoding="utf-8"))  # never half a claim file (FileWriteError)

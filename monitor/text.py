@@ -34,3 +34,11 @@ def unstorable(text: str) -> str | None:
 def unprintable(text: str) -> str | None:
     """What `printable` would change in `text`, in words (None: nothing), for a message."""
     return unstorable(text) or ("control characters" if _CONTROL.search(text) else None)
+
+
+def quoted(text: str, limit: int = 60) -> str:
+    """What a user typed, quoted for an error message: printable, and cut after `limit` characters with
+    the full length said (a pasted 70 KB id is not echoed back whole)."""
+    if len(text) <= limit:
+        return repr(printable(text))
+    return f"{printable(text[:limit])!r}… ({len(text):,} characters)"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -34,3 +35,43 @@ def test_help_imports_neither_the_store_nor_the_models() -> None:
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+def _commands(command, path=()):
+    """Every command of the tree, with its path (`("review", "list")`)."""
+    yield path, command
+    for name, sub in getattr(command, "commands", {}).items():
+        yield from _commands(sub, (*path, name))
+
+
+def test_every_command_names_the_judge_with_one_option() -> None:
+    """`judge` took `--provider` where every other command took `--judge`; the old name stays hidden."""
+    import typer
+
+    with_judge = {}
+    for path, command in _commands(typer.main.get_command(app)):
+        visible = {opt for p in command.params if not getattr(p, "hidden", False) for opt in p.opts}
+        assert "--provider" not in visible, path
+        if "--judge" in visible:
+            with_judge[path] = command
+    assert {("judge",), ("run",), ("retest",), ("replay",), ("eval",)} <= set(with_judge)
+    bad = CliRunner().invoke(app, ["judge", "--judge", "chatgpt", "--dry-run"], env={"COLUMNS": "120"})
+    assert bad.exit_code == 2 and "'chatgpt' is not one of" in bad.output
+
+
+def test_the_old_provider_option_still_works_with_a_one_line_notice(tmp_path) -> None:
+    from ops_helpers import cli, env
+
+    url = f"sqlite:///{tmp_path / 'monitor.db'}"
+    assert cli("--db", url, "init", "--no-detect", "--no-import", cwd=tmp_path).returncode == 0
+    old = cli(
+        "--db", url, "judge", "--dry-run", "--provider", "openai", "--json", environ=env(), cwd=tmp_path
+    )
+    new = cli("--db", url, "judge", "--dry-run", "--judge", "openai", "--json", environ=env(), cwd=tmp_path)
+    assert old.returncode == new.returncode == 0, old.stderr + new.stderr
+    assert old.stderr.count("--provider is now --judge") == 1 and "--provider" not in new.stderr
+    assert json.loads(old.stdout)["judge"]["judge"] == json.loads(new.stdout)["judge"]["judge"] == "openai"
+    clash = cli(
+        "--db", url, "judge", "--dry-run", "--judge", "embedded", "--provider", "openai", cwd=tmp_path
+    )
+    assert clash.returncode == 2 and "disagree" in clash.stderr

@@ -233,3 +233,127 @@ def test_the_embedded_judge_has_one_name_and_local_still_loads(tmp_path: Path, c
     assert Settings().verdicts.confirm_judges == ["embedded"]
     assert Thresholds.from_settings(Settings().verdicts).confirm_judges == frozenset({EMBEDDED_JUDGE})
     assert EMBEDDED_JUDGE == "local"  # what stored assessments carry, and their cache keys
+
+
+# --- issue 33: every number finite and bounded, every text one plain line ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("toml", "key", "says"),
+    [
+        # A NaN cut or floor selected no pair: "none bears on a claim", mailed as final.
+        ("[relevance]\ncut = nan\n", "relevance.cut", "Input should be a finite number"),
+        ("[relevance]\nmin_score = nan\n", "relevance.min_score", "Input should be a finite number"),
+        # Loaded, then an OverflowError traceback mid-run.
+        ("[llm]\ntimeout_seconds = inf\n", "llm.timeout_seconds", "Input should be a finite number"),
+        ("[llm]\ntimeout_seconds = 1e300\n", "llm.timeout_seconds", "less than or equal to 3600"),
+        ("[database]\nbusy_timeout_seconds = inf\n", "database.busy_timeout_seconds", "a finite number"),
+        ("[email]\ntimeout_seconds = inf\n", "email.timeout_seconds", "Input should be a finite number"),
+        ("[arxiv]\ndelay_seconds = nan\n", "arxiv.delay_seconds", "Input should be a finite number"),
+        ("[arxiv]\ndelay_seconds = inf\n", "arxiv.delay_seconds", "Input should be a finite number"),
+        ("[arxiv]\ntimeout_seconds = inf\n", "arxiv.timeout_seconds", "Input should be a finite number"),
+        # Nested: a table of tables, a list of tables.
+        (
+            "[verdicts]\nprecision = { embedded = { SUPPORTS = nan } }\n",
+            "verdicts.precision.embedded.SUPPORTS",
+            "Input should be a finite number",
+        ),
+        (
+            '[[report.webhooks]]\nkind = "json"\nurl = "http://127.0.0.1:9/h"\ntimeout_seconds = inf\n',
+            "report.webhooks.0.timeout_seconds",
+            "Input should be a finite number",
+        ),
+        # Integers out of any sane range.
+        ("[llm]\nconcurrency = 100000000\n", "llm.concurrency", "less than or equal to 256"),
+        ("[schedule]\nlock_wait_seconds = 9223372036854775807\n", "schedule.lock_wait_seconds", "less than"),
+        ("[llm]\nmax_retries = 5000\n", "llm.max_retries", "less than or equal to 20"),
+        # Finite, in range, and still selecting nothing: a cut or floor at the method's highest score.
+        ("[relevance]\ncut = 4.5\n", "relevance.cut", "at or above the highest score the hybrid method"),
+        ('[relevance]\nmethod = "bm25"\nmin_score = 1\n', "relevance.min_score", "the bm25 method gives (1)"),
+        # A stale time a late heartbeat reaches: a live run's lock taken over.
+        ("[schedule]\nlock_stale_seconds = 20\n", "schedule.lock_stale_seconds", "less than twice"),
+        # Text settings are one plain line: a NUL in a path, a CR/LF in a mail header.
+        ('[paths]\nseeds = "seeds\\u0000x"\n', "paths.seeds", "contains a NUL character"),
+        ('[email]\nsubject_prefix = "[m]\\r\\nBcc: a@b.example"\n', "email.subject_prefix", "control"),
+        ('[arxiv]\ncategories = ["cs.AI", "cs.LG\\n"]\n', "arxiv.categories", "contains a line break"),
+    ],
+)
+def test_nan_infinite_and_absurd_settings_name_file_and_key(
+    tmp_path: Path, toml: str, key: str, says: str
+) -> None:
+    config = tmp_path / "monitor.toml"
+    config.write_text(toml)
+    done = monitor("--config", str(config), "runs", cwd=tmp_path)
+    assert_config_error(done, f"{config}: invalid configuration: {key}: ", says)
+    assert not (tmp_path / "monitor.db").exists()
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "says"),
+    [
+        ("MONITOR_RELEVANCE__CUT", "nan", "relevance.cut: Input should be a finite number"),
+        ("MONITOR_LLM__TIMEOUT_SECONDS", "inf", "llm.timeout_seconds: Input should be a finite number"),
+        ("MONITOR_ARXIV__DELAY_SECONDS", "1e300", "arxiv.delay_seconds: Input should be less than or equal"),
+        ("MONITOR_RELEVANCE__CUT", "4", "relevance.cut: 4 is at or above the highest score"),
+    ],
+)
+def test_nan_and_absurd_settings_from_the_environment_name_the_variable(
+    tmp_path: Path, variable: str, value: str, says: str
+) -> None:
+    done = monitor("runs", cwd=tmp_path, **{variable: value})
+    assert_config_error(done, says, f"(from environment variable {variable})")
+
+
+def test_a_relevance_cut_is_checked_against_the_method_in_force(tmp_path: Path) -> None:
+    """Under an LLM judge an unset method resolves to bm25 (scores 0..1): a cut of 1.5 selects nothing
+    there, though the hybrid's scores reach 4."""
+    config = tmp_path / "monitor.toml"
+    config.write_text("[relevance]\ncut = 1.5\n")
+    assert monitor("--config", str(config), "runs", cwd=tmp_path).returncode != 2  # embedded: hybrid
+    done = monitor("--config", str(config), "runs", cwd=tmp_path, OPENAI_BASE_URL="http://127.0.0.1:9/v1")
+    assert_config_error(done, "relevance.cut: 1.5 is at or above the highest score the bm25 method gives (1)")
+
+
+def test_a_nan_cut_stops_monitor_run_before_anything_is_fetched_judged_or_mailed(tmp_path: Path) -> None:
+    """The issue's case: mail on, `cut = nan`. Before, the run judged nothing, exit 0, and mailed "none
+    bears on a claim" as final; now it stops at the configuration, before a database exists."""
+    config = tmp_path / "monitor.toml"
+    config.write_text(
+        '[report]\nemail = true\n[email]\nhost = "127.0.0.1"\nport = 9\nrecipients = ["a@b.example"]\n'
+        "[relevance]\ncut = nan\n"
+    )
+    done = monitor("--config", str(config), "run", "--source", "sample", cwd=tmp_path)
+    assert_config_error(done, f"{config}: invalid configuration: relevance.cut: Input should be a finite")
+    assert not (tmp_path / "monitor.db").exists() and not (tmp_path / "reports").exists()
+
+
+def test_a_numeric_setting_without_an_upper_bound_cannot_be_defined() -> None:
+    """So a new setting cannot forget its bound: its section fails when it is defined (at import)."""
+    from pydantic import Field
+
+    from monitor.config import Section
+
+    with pytest.raises(TypeError, match=r"Example\.retries: a numeric setting needs an upper bound"):
+
+        class Example(Section):
+            retries: int = Field(default=3, ge=0)
+
+    with pytest.raises(TypeError, match=r"Other\.wait: a numeric setting needs an upper bound"):
+
+        class Other(Section):
+            wait: float | None = None
+
+    class Bounded(Section):
+        retries: int = Field(default=3, ge=0, le=10)
+        wait: float | None = Field(default=None, gt=0, le=60)
+
+    assert Bounded(wait=1.5).wait == 1.5
+
+
+def test_the_written_config_states_each_numbers_range() -> None:
+    from monitor.scaffold import render_config
+
+    text = render_config()
+    llm = text.split("\n[llm]\n", 1)[1].split("\n[", 1)[0]
+    assert "# range: 0 < value <= 3600\n# env: MONITOR_LLM__TIMEOUT_SECONDS" in llm
+    assert "# range: 1 <= value <= 256\n# env: MONITOR_LLM__CONCURRENCY" in llm

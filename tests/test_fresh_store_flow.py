@@ -86,7 +86,7 @@ def test_the_sample_quickstart_judges_the_reported_week_and_says_what_comes_next
     waiting = candidates - len(judged_days)
     out = " ".join(done.stdout.split())  # rich wraps at 80 columns off a terminal
     assert f"Judged the papers of 2026-W34 only, the digest's period. {waiting:,} candidate pairs" in out
-    assert "`monitor doctor`" in out and "`monitor judge --dry-run`" in out
+    assert "`monitor doctor`" in out and "`monitor judge --dry-run --judge openai`" in out
     assert f"Not judged yet: {waiting:,} candidate pairs" in Path(tmp_path, digest.markdown_path).read_text()
     # Relevance over 4,529 papers outlasts a second: stderr (a pipe) carried its progress lines.
     assert re.search(r"^progress: relevance \d+/4529 papers, \d+s elapsed$", done.stderr, re.M), done.stderr

@@ -239,8 +239,10 @@ def test_a_dry_run_with_nothing_pending_says_so_and_prices_no_alternatives(
     asked = len(llm.requests)
     dry = monitor(db_url, "--dry-run")
     assert dry.returncode == 0, dry.stderr
-    assert "Nothing pending: `monitor judge` would call nothing now" in dry.stdout
-    assert re.search(r"pending pairs\s*│\s*0\b", dry.stdout), dry.stdout
+    said = " ".join(dry.stdout.split())
+    assert "Nothing pending for the openai judge: `monitor judge` would call nothing now" in said
+    assert "`monitor judge --dry-run --alternatives` prices a week of new papers" in said
+    assert "pending pairs" not in dry.stdout  # no table of zeros pricing nothing
     assert "relevance settings over the last week" not in dry.stdout
     asked_for = monitor(db_url, "--dry-run", "--alternatives")
     assert asked_for.returncode == 0, asked_for.stderr

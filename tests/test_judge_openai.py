@@ -36,6 +36,7 @@ def make_judge(llm: ScriptedLLM, **overrides: Any) -> OpenAIJudge:
     options: dict[str, Any] = {
         "base_url": llm.url,
         "api_key": SecretStr(SECRET),
+        "key_base_url": llm.url,  # the key is for this server (it goes to no other)
         "model": "scripted-model",
         "timeout_seconds": 5.0,
         "max_retries": 2,

@@ -46,6 +46,7 @@ def settings_for(llm: ScriptedLLM, **judge: Any) -> Settings:
         "provider": "openai",
         "base_url": llm.url,
         "api_key": SecretStr("sk-runner-test"),
+        "key_base_url": llm.url,  # the key is for this server (it goes to no other)
         "model": "scripted-model",
         "response_format": "json_schema",
         "max_retries": 1,

@@ -45,6 +45,7 @@ def judge_options(llm: ScriptedLLM, **extra: Any) -> dict[str, Any]:
         "provider": "openai",
         "base_url": llm.url,
         "api_key": "sk-faults",
+        "key_base_url": llm.url,  # the key is for this server (it goes to no other)
         "model": "scripted-model",
         "timeout_seconds": 10,
         # These faults are the judge's; the second look's have their own tests (test_second_look.py).

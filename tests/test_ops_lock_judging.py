@@ -43,6 +43,7 @@ def config(tmp_path: Path, llm: ScriptedLLM) -> Path:
         "provider": "openai",
         "base_url": llm.url,
         "api_key": "sk-lock",
+        "key_base_url": llm.url,  # the key is for this server (it goes to no other)
         "model": "scripted-model",
         "response_format": "json_schema",
         "concurrency": 1,
@@ -172,7 +173,7 @@ def test_relevance_takes_the_run_lock_only_with_the_llm_screen(tmp_path, config,
         screened = write_config(
             tmp_path,
             url,
-            judge={"provider": "openai", "base_url": llm.url, "api_key": "sk-lock"},
+            judge={"provider": "openai", "base_url": llm.url, "api_key": "sk-lock", "key_base_url": llm.url},
             relevance={"screen": "llm"},
         )
         busy = monitor(screened, "relevance")

@@ -63,6 +63,7 @@ def _judge_options(llm: ScriptedLLM, prompts: Path | None = None) -> dict[str, A
         "provider": "openai",
         "base_url": llm.url,
         "api_key": "sk-retest",
+        "key_base_url": llm.url,  # the key is for this server (it goes to no other)
         "model": "scripted-model",
         "response_format": "json_schema",
         "max_retries": 1,

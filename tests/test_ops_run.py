@@ -132,11 +132,23 @@ def test_an_embedded_run_ends_with_how_to_get_an_llm_judge_and_an_llm_run_does_n
     tail = " ".join(embedded.stdout.split())  # rich wraps lines at 80 columns off a terminal
     assert "The embedded judge labelled these pairs offline" in tail
     assert "`monitor doctor` finds a local Ollama, llama.cpp or vLLM server" in tail
-    assert "`monitor judge --dry-run`" in tail
+    assert "`monitor judge --dry-run --judge openai` prices the stored pairs" in tail
     assert "Judged the papers of" not in tail  # a snapshot file is judged whole, as before
+    # The advice fits the state: everything is judged, so a dry run of the judge in force (the
+    # embedded one) has nothing to price and says what does; the LLM judge's dry run prices the pairs.
+    nothing = monitor(config, "judge", "--dry-run")
+    assert nothing.returncode == 0, nothing.stderr
+    said = " ".join(nothing.stdout.split())
+    assert "Nothing pending for the embedded judge" in said and "--judge openai" in said
+    assert "pending pairs" not in said  # no table of zeros
+    priced = monitor(config, "judge", "--dry-run", "--judge", "openai", "--json")
+    assert priced.returncode == 0, priced.stderr
+    estimate = json.loads(priced.stdout)["judge"]
+    assert estimate["pending"] > 0 and estimate["cost_estimate"] > 0, estimate
     with ScriptedLLM() as llm:
         llm.default = answering("SUPPORTS")
         judge = {"provider": "openai", "base_url": llm.url, "api_key": "sk-ops", "model": "scripted-model"}
+        judge["key_base_url"] = llm.url  # the key is for this server (it goes to no other)
         llm_config = write_config(tmp_path, sqlite_url, judge=judge)
         with_llm = monitor(llm_config, "run", "--no-fetch", "--no-email")
     assert with_llm.returncode == 0, with_llm.stderr

@@ -50,6 +50,7 @@ def judge_options(llm: ScriptedLLM, **extra: Any) -> dict[str, Any]:
         "provider": "openai",
         "base_url": llm.url,
         "api_key": "sk-ops",
+        "key_base_url": llm.url,  # the key is for this server (it goes to no other)
         "model": "scripted-model",
         "response_format": "json_schema",
         "max_retries": 0,

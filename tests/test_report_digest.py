@@ -220,7 +220,7 @@ def test_reporting_a_snapshot_stores_last_week_is_information_not_a_warning(
     with recorded_run(store, "report") as run:
         result = settled_write(store, settings_for(tmp_path), run_id=run.id, today=dt.date(2026, 11, 22))
     assert result.period.key == "2026-W34"
-    notes = [r for r in caplog.records if "reporting the period that holds it" in r.getMessage()]
+    notes = [r for r in caplog.records if "the store covers papers through 2026-08-23" in r.getMessage()]
     assert [r.levelno for r in notes] == [logging.INFO]
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert run.warnings == []
@@ -325,7 +325,7 @@ def test_the_caller_decides_whether_a_stale_store_moves_the_period(store, tmp_pa
     with caplog.at_level("INFO", logger="monitor.report.digest"):
         moved = settled_write(store, settings, today=dt.date(2026, 11, 22))
     assert moved.period.key == "2026-W34"
-    [notice] = [r for r in caplog.records if "newest stored paper" in r.getMessage()]
+    [notice] = [r for r in caplog.records if "the store covers papers through" in r.getMessage()]
     assert notice.levelname == "INFO"
 
 

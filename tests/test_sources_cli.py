@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from arxiv_replay import ArxivReplay, rows_from_corpus
-from ops_helpers import cli
+from ops_helpers import bare_environ, cli
 from sqlalchemy import select
 
 from monitor.errors import ConfigError
@@ -94,6 +94,26 @@ def test_a_postgresql_url_without_a_database_name_is_a_configuration_error(tmp_p
     done = monitor(tmp_path, "postgresql://postgres:pw@127.0.0.1:5432/", "runs")
     assert done.returncode == 2, done.stderr
     assert "names no database" in done.stderr and "pw" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("how", "code", "says"),
+    [
+        ({"--db": "postgresql://postgres:pw@127.0.0.1:5432"}, 2, "names no database"),
+        ({"MONITOR_DATABASE__URL": "postgresql://postgres:pw@127.0.0.1:5432/"}, 2, "names no database"),
+        ({"--db": "sqlite:///no/such/folder/m.db"}, 4, "database directory does not exist: no/such/folder"),
+    ],
+)
+def test_init_with_an_unusable_database_url_writes_nothing(
+    tmp_path: Path, how: dict[str, str], code: int, says: str
+) -> None:
+    """Before, `init` wrote monitor.toml, seeds/ and reports/, and only then found the URL unusable."""
+    args = ["--db", how["--db"]] if "--db" in how else []
+    environ = bare_environ(**{k: v for k, v in how.items() if not k.startswith("--")})
+    done = cli(*args, "init", "--no-detect", cwd=tmp_path, environ=environ)
+    assert done.returncode == code, done.stdout + done.stderr
+    assert says in done.stderr and "pw" not in done.stderr + done.stdout
+    assert list(tmp_path.iterdir()) == []  # no config, no seeds/, no reports/, no database
 
 
 def test_anchors_verify_offline_and_listing(tmp_path: Path, shared: Path) -> None:

@@ -277,3 +277,48 @@ def test_an_unexpected_database_error_is_stored_on_the_run_as_one_short_line(db_
     assert error.startswith("IntegrityError: ") and "\n" not in error
     assert len(error) <= 300 and "parameters" not in error and "xxxxxxxx" not in error
     store.close()
+
+
+@pytest.mark.parametrize(
+    ("bad", "says"),
+    [
+        # 2**40: PostgreSQL DataError (the whole batch, no line), SQLite stored it; 10**30: OverflowError.
+        (row("2608.00009", version=2**40), "field version: must be from 1 to 1000"),
+        (row("2608.00009", version=10**30), "field version: must be from 1 to 1000"),
+        (row("2608.00009", version=1e300), "field version: "),
+        (
+            row("2608.00009v1099511627776"),
+            "field arxiv_id: version 1099511627776 of 2608.00009 is out of range",
+        ),
+        # A date no arXiv paper has, whose week arithmetic (periods, cutoffs) would overflow.
+        (row("2608.00009", published="9999-12-31"), "field published: 9999-12-31 is out of range"),
+        (row("2608.00009", published=10**30), "field published: "),
+        (row("2608.00009", updated="0001-01-01T00:00:00Z"), "field updated: 0001-01-01 is out of range"),
+    ],
+)
+def test_an_out_of_range_version_or_date_names_file_line_and_field_and_writes_nothing(
+    db_url: str, tmp_path: Path, bad: dict, says: str
+) -> None:
+    snap = write_jsonl(tmp_path / "s.jsonl", [row("2608.00001"), bad, row("2608.00003")])
+    done = monitor_cli(tmp_path, db_url, "fetch", "--source", str(snap))
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert f"{snap}:2: {says}" in done.stderr and "Traceback" not in done.stderr
+    store = open_store(db_url)
+    assert count(store) == 0  # as for every bad line: the file is refused whole, nothing stored
+    store.close()
+
+
+def test_the_highest_version_and_the_edge_dates_are_stored(db_url: str, tmp_path: Path) -> None:
+    rows = [
+        row("2608.00001", version=1000, updated="2100-12-31T23:59:59Z"),
+        row("2608.00002v1000", published="1991-01-01"),
+    ]
+    snap = write_jsonl(tmp_path / "s.jsonl", rows)
+    store = open_store(db_url)
+    assert fetch(store, settings(db_url), str(snap)).new == 2
+    with store.session() as s:
+        assert {p.arxiv_id: p.version for p in s.scalars(select(Paper))} == {
+            "2608.00001": 1000,
+            "2608.00002": 1000,
+        }
+    store.close()

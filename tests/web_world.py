@@ -11,7 +11,7 @@ from monitor.config import Settings
 from monitor.store.db import Store
 from monitor.verdicts.rollup import compute_verdicts
 
-TOKEN = "curator-token-7f3a"
+TOKEN = "curator-token-7f3a-Qm9v-2xLp-k8Zr"
 SCRIPT_ABSTRACT = (
     'We study calibration. <script>window.__xss = 1</script> <a href="javascript:alert(1)">click</a> '
     "Binary rewards keep calibration intact in our runs."

@@ -85,9 +85,10 @@ def collect_files(paths: Iterable[Path], report: ImportReport) -> list[Path]:
 
 
 def read_document(path: Path) -> ClaimDocument:
-    if path.suffix.lower() in USER_SUFFIXES:
-        return parse_user_file(path)
-    return parse_seed_file(path)
+    """One claim file, parsed and checked (lengths): an InputError naming file and line, else the document."""
+    doc = parse_user_file(path) if path.suffix.lower() in USER_SUFFIXES else parse_seed_file(path)
+    doc.check_lengths()
+    return doc
 
 
 def default_paths(settings: Settings) -> list[Path]:

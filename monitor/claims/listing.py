@@ -25,6 +25,7 @@ from monitor.store.lines import (
     roles_by_line,
 )
 from monitor.store.models import Line, LineClaim
+from monitor.text import quoted
 
 NO_CLAIMS = "no claims imported yet; run `monitor seeds import`"
 
@@ -114,8 +115,8 @@ def resolve_line(session: Session, ref: str) -> Line:
     if len(hits) == 1:
         return hits[0]
     if not hits:
-        raise NotFound(f"no line with id {ref!r}; `monitor lines` lists them")
-    raise UsageError(f"line id {ref!r} is ambiguous: {', '.join(h.id for h in hits)}")
+        raise NotFound(f"no line with id {quoted(ref)}; `monitor lines` lists them")
+    raise UsageError(f"line id {quoted(ref)} is ambiguous: {', '.join(h.id for h in hits)}")
 
 
 def list_lines(

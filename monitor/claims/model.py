@@ -12,7 +12,13 @@ from pathlib import Path
 
 from monitor.claims.dates import ParsedDate
 from monitor.claims.ids import claim_id, line_id
+from monitor.errors import InputError
 
+# A claim is one statement and a question one sentence; both go into every judge or research-question
+# prompt that cites them. The seeds' longest claim is 510 characters and their longest question 102:
+# 2,000 leaves room for any real one, and a pasted page (a 1.1 MB claim made a 1.1 MB judge request)
+# is refused at import, naming its file and line.
+MAX_CLAIM_CHARS = 2_000
 CLAIM_KINDS = ("note", "dated", "user")
 LINE_KINDS = ("line", "note", "user")  # an inquiring line, a single-note document, a user's file
 
@@ -81,3 +87,17 @@ class ClaimDocument:
     sha256: str
     kind: str  # line | note | user
     lines: list[ParsedLine] = field(default_factory=list)
+
+    def check_lengths(self) -> None:
+        """InputError for the first claim or question over MAX_CLAIM_CHARS, naming file and line."""
+        for line in self.lines:
+            items = [("question", line.question, line.source_line)]
+            items += [("claim", c.text, c.source_line) for c in line.claims]
+            for what, text, at in items:
+                if len(text) > MAX_CLAIM_CHARS:
+                    raise InputError(
+                        str(self.path),
+                        at,
+                        f"{what} text is {len(text):,} characters long; a {what} may have at most "
+                        f"{MAX_CLAIM_CHARS:,} (docs/claims.md)",
+                    )

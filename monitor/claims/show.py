@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from monitor.claims.changes import ImportReport
 from monitor.claims.listing import ListedAnchor, ListedClaim, ListedLine
+from monitor.terminal import print_table
 
 SHORT = 110
 
 
 def _short(text: str | None, limit: int = SHORT) -> str:
-    text = text or ""
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    """At most `limit` characters, cut between words (`--full` shows the whole text)."""
+    return textwrap.shorten(text or "", limit, placeholder=" …")
 
 
 def print_import(console: Console, report: ImportReport) -> None:
@@ -65,7 +68,7 @@ def print_import(console: Console, report: ImportReport) -> None:
             table.add_row(name, str(len(ids)), escape(shown))
     if report.links_moved:
         table.add_row("links reordered", str(report.links_moved), "")
-    console.print(table)
+    print_table(console, table)
 
 
 def print_lines(console: Console, lines: list[ListedLine], hidden_notes: int = 0) -> None:
@@ -89,7 +92,7 @@ def print_lines(console: Console, lines: list[ListedLine], hidden_notes: int = 0
         cells += [str(v.user)] if any(x.user for x in lines) else []
         cells += [str(v.anchors), escape((v.span or "").removeprefix("Findings span "))]
         table.add_row(*cells, style="dim" if v.status == "retired" else None)
-    console.print(table)
+    print_table(console, table)
     if hidden_notes:
         console.print(
             f"[dim]+ {hidden_notes} single-note document(s) not shown; `monitor lines --notes` lists them[/]"
@@ -117,7 +120,7 @@ def print_claims(console: Console, claims: list[ListedClaim], full: bool = False
             text,
             style="dim" if c.status == "retired" else None,
         )
-    console.print(table)
+    print_table(console, table)
 
 
 def print_anchors(console: Console, anchors: list[ListedAnchor]) -> None:
@@ -142,4 +145,4 @@ def print_anchors(console: Console, anchors: list[ListedAnchor]) -> None:
         ]
         cells += [escape(a.found_title or "")] if found else []
         table.add_row(*cells)
-    console.print(table)
+    print_table(console, table)

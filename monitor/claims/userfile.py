@@ -113,6 +113,78 @@ _DatesAsWritten.yaml_implicit_resolvers = {
 }
 
 
+# What aliases (`*name`, and `<<: *name` merges) may add to a file, in nodes (each scalar, list and
+# mapping counts one). Sharing a topics list among a few hundred claims stays far below it; a 472-byte
+# "billion laughs" file, whose nested aliases stand for 10^9 strings, crosses it at its first levels,
+# before anything is built (it ran past 60 s and 1.6 GB when `monitor run` read it).
+MAX_ALIAS_NODES = 10_000
+
+
+class _Composer(_DatesAsWritten):
+    """The loader, noting where each alias is used so the file's expansion is bounded before it is built."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.aliases: list[tuple[yaml.Node | None, int]] = []  # (the node named, 1-based line) in order
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            self.aliases.append((self.anchors.get(event.anchor), event.start_mark.line + 1))
+        return super().compose_node(parent, index)  # type: ignore[no-any-return]
+
+
+def _unique_keys(path: Path, node: yaml.MappingNode) -> None:
+    seen: dict[tuple[str, str], int] = {}
+    for key, _ in node.value:
+        if isinstance(key, yaml.ScalarNode):
+            line = key.start_mark.line + 1
+            if (key.tag, key.value) in seen:
+                first = seen[key.tag, key.value]
+                raise InputError(
+                    str(path),
+                    line,
+                    f"duplicate key {key.value!r} (first on line {first}): YAML would keep only the last one",
+                )
+            seen[key.tag, key.value] = line
+
+
+def _check_nodes(path: Path, root: yaml.Node, composer: _Composer) -> None:
+    """Refuse a repeated key (YAML would silently keep the last: a second `claims:` replaced the first)
+    and aliases that would expand the file past MAX_ALIAS_NODES, or into itself, naming the line."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+
+    def size(node: yaml.Node) -> int:
+        if id(node) in sizes:
+            return sizes[id(node)]
+        if id(node) in open_nodes:  # reached again from inside itself: the alias is within its span
+            inside = (ln for n, ln in composer.aliases if n is node and ln <= node.end_mark.line + 1)
+            raise InputError(str(path), next(inside, None), "a YAML alias inside the node it names")
+        open_nodes.add(id(node))
+        total = 1
+        if isinstance(node, yaml.MappingNode):
+            _unique_keys(path, node)
+            total += sum(size(key) + size(value) for key, value in node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            total += sum(size(item) for item in node.value)
+        open_nodes.discard(id(node))
+        sizes[id(node)] = total
+        return total
+
+    size(root)
+    added = 0
+    for node, line in composer.aliases:
+        added += sizes.get(id(node), 1)
+        if added > MAX_ALIAS_NODES:
+            raise InputError(
+                str(path),
+                line,
+                f"YAML aliases expand the file by more than {MAX_ALIAS_NODES:,} values (an alias bomb?); "
+                "write the repeated parts out",
+            )
+
+
 def _load(path: Path, text: str) -> tuple[Any, yaml.Node | None]:
     if path.suffix == ".toml":
         try:
@@ -120,8 +192,16 @@ def _load(path: Path, text: str) -> tuple[Any, yaml.Node | None]:
         except tomllib.TOMLDecodeError as exc:
             m = re.search(r"line (\d+)", str(exc))
             raise InputError(str(path), int(m[1]) if m else None, f"not valid TOML: {exc}") from None
+    composer: _Composer | None = None
     try:
-        return yaml.load(text, Loader=_DatesAsWritten), yaml.compose(text, Loader=_DatesAsWritten)
+        composer = _Composer(text)
+        root = composer.get_single_node()
+        if root is None:
+            return None, None
+        _check_nodes(path, root, composer)  # before building anything from the nodes
+        return composer.construct_document(root), root
+    except RecursionError:
+        raise InputError(str(path), None, "not valid YAML: nested too deeply") from None
     except yaml.reader.ReaderError as exc:
         # A control character written as such (not as an escape): the reader has no mark, only a position.
         line = text[: exc.position].count("\n") + 1
@@ -132,6 +212,9 @@ def _load(path: Path, text: str) -> tuple[Any, yaml.Node | None]:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
         raise InputError(str(path), mark.line + 1 if mark else None, f"not valid YAML: {problem}") from None
+    finally:
+        if composer is not None:
+            composer.dispose()
 
 
 def _printable_tree(path: Path, root: yaml.Node | None, value: Any, loc: tuple[int | str, ...] = ()) -> Any:

@@ -17,7 +17,7 @@ from rich.markup import escape
 from typer.core import TyperGroup
 
 from monitor.cli import claims, doctor, judging, operations, reports, review, sources, web
-from monitor.cli.context import AppContext, err_console
+from monitor.cli.context import AppContext, err_console, flush_warnings, show_warnings_once
 from monitor.errors import MonitorError
 
 
@@ -80,11 +80,22 @@ def root(
         typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
     ] = False,
 ) -> None:
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    if verbose:  # every record as it comes, with its time and logger
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    else:
+        show_warnings_once(_warning_window())
     ctx.obj = AppContext(config=config, db_url=db)
+
+
+def _warning_window() -> float:
+    """Seconds a repeated warning is held to be counted: the progress lines' interval (a long step
+    says what went wrong as often as it says how far it is), its default when lines are off or unset."""
+    from monitor.progress import DEFAULT_INTERVAL, line_interval
+
+    try:
+        return line_interval() or DEFAULT_INTERVAL
+    except ValueError:  # reported where progress is shown; warnings still need a window
+        return DEFAULT_INTERVAL
 
 
 def main() -> None:
@@ -92,8 +103,11 @@ def main() -> None:
     try:
         app(standalone_mode=False)
     except MonitorError as exc:
+        # The warnings held back first; one that says what the error says is counted on its line.
+        times = 1 + flush_warnings(str(exc))
+        shown = f"{exc} (x{times})" if times > 1 else str(exc)
         # escape: messages quote user text ("lines[0].claims", "[judge]") that rich would eat as markup
-        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        err_console.print(f"[bold red]error:[/] {escape(shown)}", highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         err_console.print("interrupted")
@@ -110,3 +124,5 @@ def main() -> None:
             exc.show()
             sys.exit(exc.exit_code)
         raise
+    finally:
+        flush_warnings()  # what was held back, before the process ends

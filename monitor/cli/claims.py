@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -28,6 +29,15 @@ def init_command(
         bool, typer.Option("--no-detect", help="Do not look for a local LLM server to judge with.")
     ] = False,
     port: Annotated[list[int] | None, typer.Option("--port", help=PORT_HELP, show_default=False)] = None,
+    example: Annotated[
+        bool | None,
+        typer.Option(
+            "--example/--no-example",
+            help="Copy the shipped seed exports (5 research-library exports, 35 claims) into the seeds "
+            "folder. Default: asked at a terminal, not done elsewhere.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Start a project: a commented monitor.toml with every setting, seeds/ and reports/, the database.
 
@@ -36,15 +46,21 @@ def init_command(
     An OpenAI-compatible server on this machine's usual ports (Ollama 11434, llama.cpp 8080, LM Studio
     1234, vLLM 8000) becomes the judge: its settings are written set (skip with --no-detect).
 
-    Claim files already in the seeds directory are imported (skip with --no-import).
+    A seeds folder without claim files gets a commented example claim file (my_claims.yaml) and, with
+    --example or a yes at the prompt, the shipped seed exports: `monitor run --source sample` then
+    works here. Claim files in the seeds directory are imported (skip with --no-import).
     """
-    from monitor.config import DEFAULT_CONFIG_FILE
+    from monitor.config import DEFAULT_CONFIG_FILE, load_settings
     from monitor.llm.servers import find_servers
     from monitor.scaffold import check_target, write_config
+    from monitor.store.db import check_database_url
 
     app_ctx = ctx_of(ctx)
     target = Path(app_ctx.config or DEFAULT_CONFIG_FILE)
     check_target(target, force)  # before the scan: an existing config is kept unless --force
+    # Nothing is written before the database and the environment's settings are known to be usable: the
+    # new file sets no database, so --db or MONITOR_DATABASE__URL names it.
+    check_database_url(app_ctx.db_url or load_settings(file=False).database.url)
     server = None
     if not no_detect:
         detection = find_servers(port)
@@ -67,15 +83,60 @@ def init_command(
 
     store = fresh.store
     console.print(f"database ready: {redact(settings.database.url)}", highlight=False)
-    from monitor.claims.importer import CLAIM_SUFFIXES, import_claims
+    from monitor.claims.importer import import_claims
 
-    has_files = any(p.suffix.lower() in CLAIM_SUFFIXES for p in settings.paths.seeds.iterdir())
-    if has_files and not no_import:
+    _first_claims(settings.paths.seeds, example)
+    if _claim_files(settings.paths.seeds) and not no_import:
         from monitor.claims.show import print_import
 
         print_import(console, import_claims(store, settings))
     else:
-        console.print(f"next: put seed exports in {settings.paths.seeds}/ and run `monitor seeds import`")
+        console.print(f"next: `monitor seeds import` reads the claim files in {settings.paths.seeds}/")
+
+
+def _claim_files(folder: Path) -> list[Path]:
+    from monitor.claims.importer import CLAIM_SUFFIXES
+
+    return [p for p in folder.iterdir() if p.suffix.lower() in CLAIM_SUFFIXES and not p.name.startswith(".")]
+
+
+def _first_claims(seeds: Path, example: bool | None) -> None:
+    """A seeds folder without claims gets the example claim file, and the shipped seed exports when
+    asked (--example, or a yes at a terminal); elsewhere it says how to get them. A folder that has
+    claim files is the user's: left as it is."""
+    from monitor.scaffold import write_example_claims
+
+    if _claim_files(seeds):
+        if example:
+            _copy_exports(seeds)
+        return
+    written = write_example_claims(seeds)
+    if written is not None:
+        console.print(f"wrote {written} (an example claim file, every field explained)", highlight=False)
+    if example is None and sys.stdin.isatty():
+        example = typer.confirm(
+            "Copy the shipped seed exports (5 research-library exports, 35 claims on RL for LLMs) into "
+            f"{seeds}/ to start from?",
+            default=True,
+        )
+    if example:
+        _copy_exports(seeds)
+    elif example is None:
+        console.print(
+            f"the shipped seed exports (35 claims) are not copied: `monitor seeds example` copies them into "
+            f"{seeds}/ (or `monitor init --example` in a new folder)",
+            highlight=False,
+        )
+
+
+def _copy_exports(seeds: Path) -> None:
+    from monitor.scaffold import copy_seed_exports
+
+    copied, kept = copy_seed_exports(seeds)
+    if copied:
+        console.print(f"copied {len(copied)} shipped seed export(s) into {seeds}/", highlight=False)
+    for path in kept:
+        console.print(f"kept {path}: a file of that name is there", highlight=False)
 
 
 def _make_folders(settings: Settings) -> None:
@@ -83,6 +144,26 @@ def _make_folders(settings: Settings) -> None:
         if not folder.exists():
             folder.mkdir(parents=True)
             console.print(f"created {folder}/", highlight=False)
+
+
+@seeds_app.command("example")
+def seeds_example_command(
+    ctx: typer.Context,
+    no_import: Annotated[bool, typer.Option("--no-import", help="Copy only; do not import.")] = False,
+) -> None:
+    """Copy the shipped seed exports (the research library's 5 exports, 35 claims) into the seeds folder
+    and import them; files already there are kept. `monitor run --source sample` then has claims."""
+    from monitor.claims.importer import import_claims
+    from monitor.claims.show import print_import
+
+    app_ctx = ctx_of(ctx)
+    seeds = app_ctx.settings.paths.seeds
+    if not seeds.exists():
+        seeds.mkdir(parents=True)
+        console.print(f"created {seeds}/", highlight=False)
+    _copy_exports(seeds)
+    if not no_import:
+        print_import(console, import_claims(app_ctx.store, app_ctx.settings))
 
 
 @seeds_app.command("import")

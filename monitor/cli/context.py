@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
+from rich.markup import escape
+
+from monitor.terminal import WarningTally
 
 if TYPE_CHECKING:
     # Imported where first used: `monitor --help` must not pay for pydantic and SQLAlchemy.
@@ -18,6 +22,53 @@ console = Console()
 err_console = Console(stderr=True)
 
 DATE = ["%Y-%m-%d"]  # the day format of every --since / --until / --from / --to option
+
+JUDGE_HELP = "embedded | openai (default: judge.provider from the config)."
+
+
+def judge_choice(value: str | None) -> str | None:
+    """The --judge value: a provider name (`local` read as `embedded`), or a usage error naming it."""
+    from monitor.config import embedded_alias
+    from monitor.judge.factory import PROVIDERS
+
+    value = embedded_alias(value, "--judge")
+    if value is not None and value not in PROVIDERS:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(PROVIDERS)}", param_hint="--judge")
+    return value
+
+
+def judge_or_old_name(judge: str | None, provider: str | None) -> str | None:
+    """`--judge`, or the old `--provider` still accepted with a one-line notice (both: they must agree)."""
+    if provider is None:
+        return judge
+    err_console.print("note: --provider is now --judge (the old name still works)", highlight=False)
+    provider = judge_choice(provider)
+    if judge is not None and judge != provider:
+        raise typer.BadParameter(f"--judge {judge} and --provider {provider} disagree", param_hint="--judge")
+    return provider
+
+
+def warn(line: str) -> None:
+    """One warning line on stderr (user text escaped: rich would eat `[judge]` as markup)."""
+    err_console.print(f"[yellow]warning:[/] {escape(line)}", highlight=False, soft_wrap=True)
+
+
+_tally: WarningTally | None = None
+
+
+def show_warnings_once(window: float) -> None:
+    """Logged warnings reach stderr once per cause and window, counted (`terminal.WarningTally`)."""
+    global _tally
+    root = logging.getLogger()
+    if _tally is not None and _tally in root.handlers:
+        return
+    _tally = WarningTally(warn, window)
+    root.addHandler(_tally)
+
+
+def flush_warnings(error: str | None = None) -> int:
+    """Print the warnings held back; with `error`, how many held ones it repeats (left unprinted)."""
+    return _tally.flush(fold=error) if _tally is not None else 0
 
 
 @dataclass

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -24,13 +26,18 @@ PORT_HELP = "Look for an OpenAI-compatible server on this local port instead of 
 def print_detection(out: Console, detection: Detection) -> None:
     """The servers a scan found, each with its models, the one to judge with first."""
     ports = ", ".join(str(p) for p in detection.ports)
-    if not detection.servers:
+    if not detection.servers and not detection.unanswered:
         out.print(f"local LLM servers: none answering on 127.0.0.1/localhost ports {ports}", highlight=False)
         return
     for server in detection.servers:
         models = ", ".join(escape(m) for m in server.models) or "no models"
         slots = f"; {server.slots} slot(s)" if server.slots else ""
         out.print(f"local LLM server: {server.kind} at {server.base_url}: {models}{slots}", highlight=False)
+    for address in detection.unanswered:
+        out.print(
+            f"local LLM server at {address}: no complete answer within {detection.seconds:g} s; not used",
+            highlight=False,
+        )
 
 
 def print_chosen(out: Console, chosen: dict[str, dict[str, Any]], others: list[str]) -> None:
@@ -61,7 +68,14 @@ def _print_judge(judge: JudgeCheck) -> None:
         console.print(f"judge: openai, model {escape(judge.model)} at {escape(where)}", highlight=False)
         if state := _server_state(judge):
             console.print(f"  {state}", highlight=False)
-    console.print(f"API key: {'set' if judge.api_key_set else 'not set'}")
+    if judge.key_withheld_for:
+        console.print(
+            f"API key: set for {escape(judge.key_withheld_for)} only, so not sent to "
+            f"{escape(judge.base_url or 'the OpenAI API')} (llm.key_base_url names the server it is for)",
+            highlight=False,
+        )
+    else:
+        console.print(f"API key: {'set' if judge.api_key_set else 'not set'}")
 
 
 @app.command("doctor")
@@ -71,6 +85,9 @@ def doctor_command(
         bool, typer.Option("--write", help="Write the proposed judge settings into the config, unasked.")
     ] = False,
     port: Annotated[list[int] | None, typer.Option("--port", help=PORT_HELP, show_default=False)] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the findings as JSON (asks nothing; writes with --write).")
+    ] = False,
 ) -> None:
     """Check the installation and look for a local LLM server to judge with.
 
@@ -88,6 +105,14 @@ def doctor_command(
     app_ctx = ctx_of(ctx)
     config_file = config_path(app_ctx.config)
     health = check(app_ctx.settings, config_file, port)
+    target = config_file or Path(DEFAULT_CONFIG_FILE)
+    found = health.server
+    why = f"set by `monitor doctor`: {found.kind} at {found.base_url}" if found is not None else ""
+    if as_json:
+        typer.echo(json.dumps(dataclasses.asdict(health), indent=2, ensure_ascii=False, default=str))
+        if write and health.proposal and health.server is not None:
+            update_config(target, health.proposal, why)
+        return
     console.print(f"config: {config_file or 'none (defaults and environment)'}", highlight=False)
     if health.database_problem:
         console.print(f"database: {escape(health.database)}: [red]{escape(health.database_problem)}[/]")
@@ -102,13 +127,11 @@ def doctor_command(
     if not health.proposal or health.server is None:
         return
     print_chosen(console, health.proposal, health.server.other_models)
-    target = config_file or Path(DEFAULT_CONFIG_FILE)
     if not write:
         if not sys.stdin.isatty():
             console.print(f"to write them into {target}: monitor doctor --write", highlight=False)
             return
         if not typer.confirm(f"write them into {target}?", default=False):
             return
-    why = f"set by `monitor doctor`: {health.server.kind} at {health.server.base_url}"
     update_config(target, health.proposal, why)
     console.print(f"wrote the judge settings into {target}", highlight=False)

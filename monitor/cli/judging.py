@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any
 
 import typer
 
-from monitor.cli.context import console, ctx_of, err_console
+from monitor.cli.context import JUDGE_HELP, console, ctx_of, err_console, judge_choice, judge_or_old_name
 from monitor.progress import progress_wanted
+from monitor.terminal import print_table
 
 app = typer.Typer()
 
@@ -55,9 +57,8 @@ def judge_command(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Count the calls and tokens a run would take; call nothing.")
     ] = False,
-    provider: Annotated[
-        str | None, typer.Option("--provider", help="embedded | openai (default: from the config).")
-    ] = None,
+    judge: Annotated[str | None, typer.Option("--judge", help=JUDGE_HELP, callback=judge_choice)] = None,
+    provider: Annotated[str | None, typer.Option("--provider", hidden=True)] = None,  # the old --judge
     batch: Annotated[
         bool, typer.Option("--batch", help="OpenAI Batch API: collect finished batches, submit the rest.")
     ] = False,
@@ -79,6 +80,7 @@ def judge_command(
             "nothing is pending (shown anyway when pairs are pending).",
         ),
     ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")] = False,
 ) -> None:
     """Sync claims, pick candidate (paper, claim) pairs, judge the pending ones and store assessments.
 
@@ -98,15 +100,54 @@ def judge_command(
         force=force,
         claim_ids=claim,
         dry_run=dry_run,
-        provider=provider,
+        provider=judge_or_old_name(judge, provider),
         batch=batch,
         wait=wait,
         relevance=not skip_relevance,
         progress=progress_wanted(),
         alternatives=True if alternatives else None,
     )
-    with graceful_stop(StopFlag(again="monitor judge")) as flag:
-        judge_once(app_ctx.store, app_ctx.settings, request, flag, _show)
+    shown: dict[str, Any] = {}
+    show = _collect(shown) if as_json else _printer()
+    try:
+        with graceful_stop(StopFlag(again="monitor judge")) as flag:
+            judge_once(app_ctx.store, app_ctx.settings, request, flag, show)
+    finally:  # a judge that stopped (exit 6, 7, 130) still says, in JSON, what it did
+        if as_json and shown:
+            typer.echo(json.dumps(shown, indent=2, ensure_ascii=False, default=str))
+
+
+def _collect(shown: dict[str, Any]) -> Any:
+    """A `Show` that keeps each step's result as JSON under its name, for `--json`."""
+
+    def show(step: str, result: Any) -> None:
+        if step == "alternatives":
+            shown[step] = [row.as_dict() for row in result]
+        elif step == "nothing pending":
+            shown["nothing_pending"] = True
+        elif step == "screen estimate":
+            shown["screen_estimate"] = result
+        else:  # relevance, judge, batches
+            shown[step] = result.as_dict()
+
+    return show
+
+
+def _printer() -> Any:
+    """A `Show` that prints each step (`_show`), but no dry-run table of zeros when nothing at all is
+    pending: "nothing pending" then says what to do instead. Pairs waiting for the LLM screen are
+    pending too: the judge's table (of pairs already kept) is printed under the screen's estimate."""
+    screening = False
+
+    def show(step: str, result: Any) -> None:
+        nonlocal screening
+        if step == "screen estimate":
+            screening = bool(result["pairs"])
+        if step == "judge" and result.dry_run and not result.pending and not screening:
+            return
+        _show(step, result)
+
+    return show
 
 
 def _show(step: str, result: Any) -> None:
@@ -144,13 +185,34 @@ def _show(step: str, result: Any) -> None:
     elif step == "alternatives":
         _print_alternatives(result)
     elif step == "nothing pending":
-        console.print(
-            "Nothing pending: `monitor judge` would call nothing now. What each relevance setting would "
-            "cost a week is priced when pairs are pending, or with `--dry-run --alternatives`.",
-            highlight=False,
-        )
+        _print_nothing_pending(result.as_dict())
     else:  # judge, batches
         _print_judge_summary(result.as_dict())
+
+
+def _print_nothing_pending(data: dict[str, Any]) -> None:
+    """A dry run with nothing to price: say so, and how to get the price the reader came for."""
+    from monitor.config import EMBEDDED
+
+    judge = str(data["judge"])
+    below = (
+        f" ({data['below_cut']:,} below its triage cut, which an LLM judge reads)"
+        if data["below_cut"]
+        else ""
+    )
+    week = "`monitor judge --dry-run --alternatives` prices a week of new papers under each relevance setting"
+    if judge == EMBEDDED:
+        advice = (
+            "The embedded judge calls nothing and costs nothing. What an LLM judge would cost: "
+            "`monitor judge --dry-run --judge openai` prices every stored pair it has not judged, and "
+            f"{week}."
+        )
+    else:
+        advice = f"{week}; new papers (`monitor fetch`) give the judge work again."
+    console.print(
+        f"Nothing pending for the {judge} judge{below}: `monitor judge` would call nothing now. {advice}",
+        highlight=False,
+    )
 
 
 def _print_alternatives(rows: list[Any]) -> None:
@@ -167,14 +229,17 @@ def _print_alternatives(rows: list[Any]) -> None:
             name, f"{row.pairs:,}", f"{row.calls:,}", f"{row.prompt_tokens:,}",
             f"{row.completion_tokens:,}", f"{row.cost:.2f}",
         )  # fmt: skip
-    console.print(table)
+    print_table(console, table)
 
 
 def _print_judge_summary(data: dict[str, object]) -> None:
     from rich.table import Table
 
     title = "judge dry run (estimate)" if data.get("dry_run") else "judge"
-    table = Table(title=f"{title}: {data['judge']} {data['model']} prompt {data['prompt_version']}")
+    console.print(
+        f"{title}: {data['judge']} {data['model']} prompt {data['prompt_version']}", highlight=False
+    )
+    table = Table()
     table.add_column("what")
     table.add_column("count", justify="right")
     labels = data.get("labels") or {}
@@ -187,7 +252,7 @@ def _print_judge_summary(data: dict[str, object]) -> None:
         rows += [("judged", data["judged"])] + [(f"  {k}", v) for k, v in labels.items()]  # type: ignore[union-attr]
         rows += [("ungrounded", data["ungrounded"]), ("errors", data["errors"])]
         rows += [("skipped (done meanwhile)", data.get("skipped", 0))]
-        rows += [("left (budget)", data["not_attempted"])]
+        rows += [(_left(data), data["not_attempted"])]
     rows += [
         ("LLM calls", data["calls"]),
         ("prompt tokens", data["prompt_tokens"]),
@@ -200,11 +265,21 @@ def _print_judge_summary(data: dict[str, object]) -> None:
         rows += [("batches running", data["batches_waiting"])]
     for name, value in rows:
         table.add_row(name, str(value))
-    console.print(table)
-    for message in data.get("error_messages") or []:  # type: ignore[union-attr]
-        err_console.print(f"[yellow]warning:[/] {message}", highlight=False, soft_wrap=True)
+    print_table(console, table)
+    # The errors themselves were logged as they happened (judge/writer.py): stderr has each cause once.
     if data.get("dry_run") and data.get("budget_exhausted"):
         err_console.print("[yellow]warning:[/] this run would exceed llm.token_budget", highlight=False)
+
+
+def _left(data: dict[str, object]) -> str:
+    """The row of pending pairs not asked, named for the run's own reason (never a guess)."""
+    if not data["not_attempted"]:
+        return "left pending"
+    if data.get("budget_exhausted"):
+        return "left pending (token budget spent)"
+    if data.get("judge_unavailable"):
+        return "left pending (judge unavailable: see the error)"
+    return "left pending (run stopped)"
 
 
 @app.command("eval")
@@ -213,9 +288,7 @@ def eval_command(
     pairs: Annotated[
         str, typer.Option("--pairs", help="Labelled pairs file (JSON lines: claim, title, abstract, label).")
     ],
-    judge_name: Annotated[
-        str | None, typer.Option("--judge", help="embedded | openai (default: from the config).")
-    ] = None,
+    judge_name: Annotated[str | None, typer.Option("--judge", help=JUDGE_HELP, callback=judge_choice)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")] = False,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N pairs.")] = None,
     predictions: Annotated[
@@ -224,7 +297,6 @@ def eval_command(
     ] = None,
 ) -> None:
     """Score a judge on labelled pairs: macro-F1, per-class precision / recall / F1, confusion matrix."""
-    import json
     from pathlib import Path
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn

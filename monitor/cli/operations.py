@@ -7,22 +7,10 @@ from typing import Annotated, Any
 
 import typer
 
-from monitor.cli.context import DATE, console, ctx_of, day
+from monitor.cli.context import DATE, JUDGE_HELP, console, ctx_of, day, judge_choice
 from monitor.progress import progress_wanted
 
 app = typer.Typer()
-
-_JUDGE_HELP = "embedded | openai (default: judge.provider from the config)."
-
-
-def _judge_choice(value: str | None) -> str | None:
-    from monitor.config import embedded_alias
-    from monitor.judge.factory import PROVIDERS
-
-    value = embedded_alias(value, "--judge")
-    if value is not None and value not in PROVIDERS:
-        raise typer.BadParameter(f"{value!r} is not one of {', '.join(PROVIDERS)}", param_hint="--judge")
-    return value
 
 
 @app.command("run")
@@ -31,13 +19,14 @@ def run_command(
     source: Annotated[str, typer.Option("--source", help="api | rss | sample | a snapshot FILE.")] = "api",
     no_fetch: Annotated[bool, typer.Option("--no-fetch", help="Work on stored papers only.")] = False,
     no_email: Annotated[bool, typer.Option("--no-email", help="Do not mail the digest.")] = False,
-    judge: Annotated[str | None, typer.Option("--judge", help=_JUDGE_HELP, callback=_judge_choice)] = None,
+    judge: Annotated[str | None, typer.Option("--judge", help=JUDGE_HELP, callback=judge_choice)] = None,
     since: Annotated[
         datetime | None, typer.Option("--since", formats=DATE, help="Fetch papers from this day.")
     ] = None,
     until: Annotated[
         datetime | None, typer.Option("--until", formats=DATE, help="Fetch papers up to this day.")
     ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print what the run did as JSON.")] = False,
 ) -> None:
     """The whole pipeline once (for cron): fetch, relevance, judge, verdicts, digest, email.
 
@@ -60,6 +49,12 @@ def run_command(
     )
     with graceful_stop(StopFlag()) as flag:
         outcome = run_once(app_ctx.store, app_ctx.settings, options, stop=flag)
+    if as_json:
+        import dataclasses
+        import json
+
+        typer.echo(json.dumps(dataclasses.asdict(outcome), indent=2, ensure_ascii=False, default=str))
+        return
     print_outcome(console, outcome)
     _print_next_steps(outcome.counts)
 
@@ -83,11 +78,13 @@ def _print_next_steps(counts: dict[str, Any]) -> None:
 
     coverage = measured_coverage()
     found = f" (on held-out pairs, {coverage.found} of {coverage.bearing})" if coverage else ""
+    # The price is asked of the LLM judge by name: a dry run of the judge in force (the embedded one)
+    # has nothing to price, and after `monitor judge` nothing pending either.
     console.print(
         f"The embedded judge labelled these pairs offline; it finds only some of the papers that bear on a "
-        f"claim{found}. For an LLM judge, `monitor doctor` finds a local Ollama, llama.cpp or vLLM server, "
-        "or uses an API key, and writes the judge settings; `monitor judge --dry-run` then says what a "
-        "week of judging costs.",
+        f"claim{found}. What an LLM judge would cost: `monitor judge --dry-run --judge openai` prices the "
+        "stored pairs it has not judged, calling nothing (no key needed). To use one, `monitor doctor` "
+        "finds a local Ollama, llama.cpp or vLLM server, or uses an API key, and writes the judge settings.",
         highlight=False,
     )
 
@@ -115,7 +112,7 @@ def retest_command(
     since: Annotated[
         datetime | None, typer.Option("--since", formats=DATE, help="Only papers published from this day.")
     ] = None,
-    judge: Annotated[str | None, typer.Option("--judge", help=_JUDGE_HELP, callback=_judge_choice)] = None,
+    judge: Annotated[str | None, typer.Option("--judge", help=JUDGE_HELP, callback=judge_choice)] = None,
     force: Annotated[
         bool, typer.Option("--force", help="Judge again even what is cached (old answers kept as history).")
     ] = False,
@@ -159,7 +156,7 @@ def replay_command(
     source: Annotated[str, typer.Option("--source", help="sample | a snapshot FILE (JSONL).")] = "sample",
     every: Annotated[str, typer.Option("--every", help="week | month: one digest per period.")] = "week",
     judge: Annotated[
-        str | None, typer.Option("--judge", help=_JUDGE_HELP, callback=_judge_choice)
+        str | None, typer.Option("--judge", help=JUDGE_HELP, callback=judge_choice)
     ] = "embedded",  # config.EMBEDDED: imported when a command runs, not for --help
     reports: Annotated[
         str | None, typer.Option("--reports", help="Write digests here (default: paths.reports).")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated
@@ -39,12 +40,17 @@ def verdicts_command(
 def show_command(
     ctx: typer.Context,
     claim_id: Annotated[str, typer.Argument(help="A claim id (a unique prefix will do).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text and tables.")] = False,
 ) -> None:
     """One claim: text, date, lines, evidence (counted or not, and why) and verdict history."""
     from monitor.verdicts.show import claim_detail, print_claim
 
     app_ctx = ctx_of(ctx)
-    print_claim(console, claim_detail(app_ctx.existing_store, app_ctx.settings, claim_id))
+    detail = claim_detail(app_ctx.existing_store, app_ctx.settings, claim_id)
+    if as_json:
+        typer.echo(json.dumps(detail.as_dict(), indent=2, ensure_ascii=False))
+        return
+    print_claim(console, detail)
 
 
 @app.command("report")
@@ -52,7 +58,11 @@ def report_command(
     ctx: typer.Context,
     period: Annotated[
         str | None,
-        typer.Option("--period", help="week | month (last complete one), or 2026-W12 / 2026-03."),
+        typer.Option(
+            "--period",
+            help="week | month (the last complete one the store covers), or 2026-W12 / 2026-03 "
+            "(reported with a notice when the store covers it only in part).",
+        ),
     ] = None,
     since: Annotated[
         datetime | None, typer.Option("--since", formats=DATE, help="Custom period: first day.")
@@ -73,6 +83,7 @@ def report_command(
     reports: Annotated[
         Path | None, typer.Option("--reports", help="Write the digest here (default: paths.reports).")
     ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print what was written as JSON.")] = False,
 ) -> None:
     """Write the digest for a period (default: the last complete ISO week); optionally mail and post it."""
     from monitor.report.digest import choose_period
@@ -105,4 +116,7 @@ def report_command(
             force=force,
             settled=SettledPeriods(store, settings, run.id, [settled]),
         )
+    if as_json:
+        typer.echo(json.dumps(result.as_dict(), indent=2, ensure_ascii=False, default=str))
+        return
     print_digest_result(console, result)

@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from monitor.cli.context import console, ctx_of
+from monitor.terminal import print_table
 
 app = typer.Typer(
     help="Check the labels a careful reader should check: confirm, relabel, dismiss or annotate.",
@@ -98,7 +99,7 @@ def review_list_command(
                 escape(str(row["claim_id"])), str(row["arxiv_id"]), str(row["action"]),
                 str(row["label"] or "—"), escape(steps),
             )  # fmt: skip
-        console.print(table)
+        print_table(console, table)
         return
     queue = review_queue(app_ctx.existing_store, app_ctx.settings)
     if as_json:
@@ -117,7 +118,7 @@ def review_list_command(
             escape(item.judge),
             escape(item.reason),
         )
-    console.print(table)
+    print_table(console, table)
 
 
 def _step(h: dict[str, object]) -> str:

@@ -10,6 +10,7 @@ from rich.markup import escape
 
 from monitor.cli.context import DATE, console, ctx_of, err_console
 from monitor.progress import progress_wanted
+from monitor.terminal import print_table
 
 app = typer.Typer()
 anchors_app = typer.Typer(
@@ -94,6 +95,7 @@ def anchors_verify_command(
     source: Annotated[
         str, typer.Option("--source", help="api, or a snapshot FILE to check against offline.")
     ] = "api",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the checks as JSON.")] = False,
 ) -> None:
     """Look every anchor up on arXiv (or in a snapshot) and mark it grounded / title_differs /
     date_differs / not_found."""
@@ -106,6 +108,14 @@ def anchors_verify_command(
     with recorded_run(app_ctx.store, "anchors") as run:
         report = verify_anchors(app_ctx.store, app_ctx.settings, source=source)
         run.record(report)
+    if as_json:
+        import dataclasses
+        import json
+
+        checks = [dataclasses.asdict(check) for check in report.checks]
+        data = {"checks": checks, "counts": report.counts(), "looked_up_in": report.looked_up_in}
+        typer.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+        return
     table = Table("line", "arXiv id", "status", "cited", "found")
     for check in report.checks:
         style = "green" if check.status == "grounded" else "yellow"
@@ -116,7 +126,7 @@ def anchors_verify_command(
             escape(f"{check.cited_date or ''} {check.cited_title or ''}".strip()),
             escape(f"{check.found_published or ''} {check.found_title or ''}".strip()),
         )
-    console.print(table)
+    print_table(console, table)
     counts = report.counts()
     console.print(
         ", ".join(f"{k} {v}" for k, v in counts.items()) + f" (looked up in {report.looked_up_in})",

@@ -16,12 +16,13 @@ from monitor.files import write_together
 from monitor.report.budget import fold_large_library
 from monitor.report.feed import write_feed
 from monitor.report.gather import gather_digest
-from monitor.report.period import Period, resolve_period
+from monitor.report.period import Coverage, Period, coverage, default_period, partial_notice, resolve_period
 from monitor.report.render import fmt_date, render
 from monitor.report.research import DigestAsks
 from monitor.report.views import DigestView
 from monitor.store.db import Store
 from monitor.store.digests import save_digest
+from monitor.store.marks import newest_mark
 from monitor.store.papers import newest_published
 
 log = logging.getLogger(__name__)
@@ -61,27 +62,10 @@ def content_hash(markdown: str, digest: DigestView) -> str:
     return hashlib.sha256(markdown.replace(fmt_date(digest.generated_at), "").encode()).hexdigest()
 
 
-# A store whose newest paper is older than this before the default period is a snapshot or a
-# replayed history (e.g. `monitor fetch --source sample`), not a live feed that had a quiet week.
-STALE_STORE_DAYS = 14
-
-
-def _data_today(store: Store, spec: str, today: dt.date) -> dt.date:
-    """The day the default period is counted back from: today, or just after the store's newest paper.
-
-    A live deployment reports the last complete week even when it was empty (the digest says so).
-    A store filled from a snapshot ends months ago; its default digest is its own last period.
-    """
-    default = resolve_period(spec, None, None, today)
+def store_coverage(store: Store) -> Coverage:
+    """How far the store covers arXiv (report/period.py `coverage`): its fetch marks, or its newest paper."""
     with store.session() as s:
-        newest = newest_published(s)
-    if newest is None or newest >= default.start - dt.timedelta(days=STALE_STORE_DAYS):
-        return today
-    shifted = newest + dt.timedelta(days=7) if spec == "week" else _first_of_next_month(newest)
-    # Information, not a warning: the caller chose to follow the store (`follow_store`), and the period
-    # printed says which; nothing is wrong.
-    log.info("newest stored paper is from %s; reporting the period that holds it, not the last one", newest)
-    return shifted
+        return coverage(newest_mark(s), newest_published(s))
 
 
 def reported_period(
@@ -91,15 +75,24 @@ def reported_period(
     follow_store: bool = True,
 ) -> Period:
     """The period a default digest (`spec` week or month) reports: the last complete one, or, with
-    `follow_store`, for a store filled from a snapshot the one holding its newest paper (`_data_today`)."""
+    `follow_store`, for a store that stopped well before today (filled from a snapshot) the last
+    complete one it fully covers (`period.default_period`). A period the store covers only in part
+    is logged as a warning."""
     today = today or dt.datetime.now(dt.UTC).date()
-    if follow_store:
-        today = _data_today(store, spec, today)
-    return resolve_period(spec, None, None, today)
+    if not follow_store:
+        return resolve_period(spec, None, None, today)
+    covered = store_coverage(store)
+    chosen = default_period(spec, today, covered)
+    if chosen != resolve_period(spec, None, None, today):
+        # Information, not a warning: the caller chose to follow the store, and the period says which.
+        log.info("the store covers papers through %s; reporting %s", covered.through, chosen.key)
+    _warn_if_partial(chosen, covered)
+    return chosen
 
 
-def _first_of_next_month(day: dt.date) -> dt.date:
-    return (day.replace(day=28) + dt.timedelta(days=4)).replace(day=1)
+def _warn_if_partial(period: Period, covered: Coverage) -> None:
+    if notice := partial_notice(period, covered):
+        log.warning("%s", notice)
 
 
 def choose_period(
@@ -116,7 +109,9 @@ def choose_period(
         return period
     if period in (None, "week", "month") and since is None and until is None:
         return reported_period(store, period or "week", today, follow_store)
-    return resolve_period(period, since, until, today)
+    chosen = resolve_period(period, since, until, today)
+    _warn_if_partial(chosen, store_coverage(store))  # asked for by name: reported, but said to be partial
+    return chosen
 
 
 def write_digest(

@@ -3,6 +3,15 @@
 Each period has a key (the `digests.period_key`) and a file stem:
 week `2026-W12` -> `digest-2026-W12`, month `2026-03` -> `digest-2026-03`,
 custom `2026-03-01..2026-03-15` -> `digest-2026-03-01_2026-03-15`.
+
+A period is *fully covered* by the store when the store holds every paper of its last day
+(`Coverage`): with fetch marks (the arXiv API and RSS sources set them), every day before the
+newest mark's day (the mark is the submission time a query has been read to; its own day may still
+grow); with file sources only (snapshots, the shipped sample: they set no mark), every day through
+the Sunday that ends the ISO week of the newest paper (a snapshot is read as whole weeks: it cannot
+say whether its last day was cut short). The default period (`default_period`) is the last complete
+one a store covers; an explicit one the store covers only in part is reported with a notice
+(`partial_notice`).
 """
 
 from __future__ import annotations
@@ -101,6 +110,58 @@ def custom(since: dt.date, until: dt.date) -> Period:
     if until < since:
         raise PeriodError(f"--until {until} is before --since {since}")
     return Period("custom", since, until)
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """The last day the store holds whole (None: no papers), and what says so."""
+
+    through: dt.date | None
+    basis: str  # "fetch marks" | "newest paper"
+
+    def covers(self, period: Period) -> bool:
+        return self.through is not None and period.end <= self.through
+
+
+def coverage(newest_mark: dt.datetime | None, newest_paper: dt.date | None) -> Coverage:
+    """How far a store with this newest fetch mark and newest paper covers arXiv (module docstring)."""
+    if newest_mark is not None:
+        return Coverage(newest_mark.date() - dt.timedelta(days=1), "fetch marks")
+    if newest_paper is not None:
+        return Coverage(newest_paper + dt.timedelta(days=6 - newest_paper.weekday()), "newest paper")
+    return Coverage(None, "newest paper")
+
+
+# A store covering less than this before the default period's start is a snapshot or a replayed
+# history (e.g. `monitor fetch --source sample`), not a live feed a day or two behind.
+STALE_STORE_DAYS = 14
+
+
+def default_period(spec: str, today: dt.date, covered: Coverage | None = None) -> Period:
+    """The period a default digest (`spec` week or month) reports: the last complete one before
+    `today`; for a store that stopped well before it (`STALE_STORE_DAYS`), the last complete one the
+    store fully covers. A live store a few days behind keeps the last complete period, which
+    `partial_notice` then calls partial."""
+    last = resolve_period(spec, None, None, today)
+    if covered is None or covered.through is None or covered.covers(last):
+        return last
+    if covered.through >= last.start - dt.timedelta(days=STALE_STORE_DAYS):
+        return last
+    return resolve_period(spec, None, None, covered.through + dt.timedelta(days=1))
+
+
+def partial_notice(period: Period, covered: Coverage) -> str | None:
+    """One line saying that the store holds only part of `period`'s papers; None when it holds all."""
+    if covered.covers(period):
+        return None
+    if covered.through is None:
+        return f"{period.key}: the store holds no papers yet, so this digest reports none"
+    how = "its fetch marks" if covered.basis == "fetch marks" else "its newest paper's week"
+    if covered.through < period.start:
+        held = f"none of it: the store holds papers through {covered.through} ({how})"
+    else:
+        held = f"{period.start} to {covered.through} of it ({how}), not to {period.end}"
+    return f"{period.key} is partial: the store covers {held}"
 
 
 def resolve_period(

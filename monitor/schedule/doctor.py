@@ -2,10 +2,12 @@
 
 It reports the config file in force, whether the database can be opened (with the claims imported and
 the papers stored), the judge the settings resolve to (and, for a server, whether it answers and lists
-the model), whether an API key is set (never the key), and the OpenAI-compatible servers listening on
-this machine's usual ports. When the judge in force is the embedded one, or a configured server does not
-answer or lacks the model, and a local server was found, it proposes the judge settings for that server
-(`FoundServer.judge_settings`), which the command writes into monitor.toml when told to.
+the model), whether an API key is set (never the key; and, when it is for another server than the
+judge's, that it is not sent), and the OpenAI-compatible servers listening on this machine's usual
+ports (the scan has one deadline: a server that trickles its answer is named, not waited for). When
+the judge in force is the embedded one, or a configured server does not answer or lacks the model, and
+a local server was found, it proposes the judge settings for that server (`FoundServer.llm_settings`),
+which the command writes into monitor.toml when told to.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ class JudgeCheck:
     base_url: str | None
     api_key_set: bool
     listed: list[str] | None = None  # models the configured base_url lists; None: not asked or no answer
+    key_withheld_for: str | None = None  # the server a key is for, when it is not sent to base_url
 
     @property
     def works(self) -> bool:
@@ -73,7 +76,7 @@ def _database(settings: Settings) -> tuple[str | None, int | None, int | None]:
 def _judge(settings: Settings) -> JudgeCheck:
     cfg = settings.llm
     key = cfg.api_key.get_secret_value() if cfg.api_key else None
-    check = JudgeCheck(settings.judge_provider(), cfg.model, cfg.base_url, bool(key))
+    check = JudgeCheck(settings.judge_provider(), cfg.model, cfg.base_url, bool(key), None, cfg.withheld_for)
     if check.provider == "openai" and cfg.base_url:
         check.listed = list_models(cfg.base_url, key)
     return check

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from typing import Any
 
 from rich.console import Console
@@ -12,24 +13,26 @@ from monitor.schedule.pipeline import RunOutcome
 from monitor.schedule.replay import PeriodResult, ReplaySummary
 from monitor.schedule.retest import RetestResult
 from monitor.store.runs import RunSummary
+from monitor.terminal import print_pairs, print_table
 
 
-def _stage_line(name: str, counts: Any) -> str:
+def _stage_pairs(counts: Any) -> list[str]:
+    """A stage's counts as `key value` pairs: the non-zero numbers, at most eight."""
     if not isinstance(counts, dict):
-        return f"{name}: {counts}"
+        return [str(counts)]
     keep = [
         f"{k} {v}"
         for k, v in counts.items()
         if isinstance(v, int | float) and not isinstance(v, bool) and v and k != "seconds"
     ]
-    return f"{name}: " + (", ".join(keep[:8]) or "nothing to do")
+    return keep[:8]
 
 
 def print_outcome(console: Console, outcome: RunOutcome) -> None:
     console.print(f"run {outcome.run_id}: [bold]{outcome.status}[/] in {outcome.seconds:.1f}s")
     for stage in ("claims", "fetch", "relevance", "judge", "verdicts", "report", "email", "webhooks"):
         if stage in outcome.counts:
-            console.print("  " + _stage_line(stage, outcome.counts[stage]), highlight=False)
+            print_pairs(console, f"  {stage}", _stage_pairs(outcome.counts[stage]))
     for path in outcome.digest_paths:
         console.print(f"  digest: {path}", highlight=False)
     email = outcome.counts.get("email")
@@ -85,7 +88,7 @@ def print_runs(console: Console, runs: list[RunSummary], as_json: bool) -> None:
             _short(r.counts),
             str(len(r.errors) or ""),
         )
-    console.print(table)
+    print_table(console, table)
 
 
 def print_retest(console: Console, result: RetestResult, as_json: bool, show_all: bool = False) -> None:
@@ -102,10 +105,10 @@ def print_retest(console: Console, result: RetestResult, as_json: bool, show_all
     table = Table("claim", "lines", "before", "after", "text")
     for r in rows:
         cid = f"{r.claim_id} (was {r.previous_claim_id})" if r.previous_claim_id else r.claim_id
-        text = r.text if len(r.text) <= 70 else r.text[:67] + "..."
+        text = textwrap.shorten(r.text, 70, placeholder=" …")  # between words
         after = f"[bold]{r.after}[/]" if r.changed else r.after
         table.add_row(cid, ", ".join(r.lines), r.before, after, text)
-    console.print(table)
+    print_table(console, table)
 
 
 def print_period(console: Console, p: PeriodResult) -> None:

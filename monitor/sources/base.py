@@ -15,6 +15,14 @@ from urllib.parse import quote
 
 from monitor.text import printable
 
+# What a paper record may say, checked where a file gives it (a snapshot row) and for every id: arXiv's
+# most revised papers have a few dozen versions (the column is a 32-bit integer: 2**40 was a DataError on
+# PostgreSQL, 10**30 an OverflowError on SQLite), and its papers date from August 1991. A date outside
+# these years is a broken record, and near 0001 or 9999 date arithmetic (a period's weeks) overflows.
+MAX_VERSION = 1000
+EARLIEST_DATE = dt.date(1991, 1, 1)
+LATEST_DATE = dt.date(2100, 12, 31)
+
 # New-style ids (2504.07912, optionally v3) and old-style ones (hep-th/9901001, math.GT/0309136v2).
 _ID_RE = re.compile(r"^(?P<id>\d{4}\.\d{4,5}|[a-z][a-z-]*(?:\.[A-Z]{2})?/\d{7})(?:v(?P<version>\d+))?$")
 
@@ -36,7 +44,16 @@ def split_arxiv_id(raw: str) -> tuple[str, int | None]:
     if not match:
         raise ValueError(f"not an arXiv id: {raw!r}")
     version = match.group("version")
+    if version and int(version) > MAX_VERSION:
+        raise ValueError(f"version {version} of {match.group('id')} is out of range (1 to {MAX_VERSION})")
     return match.group("id"), int(version) if version else None
+
+
+def check_paper_date(day: dt.date) -> dt.date:
+    """`day`, or a ValueError when no arXiv paper can carry it (EARLIEST_DATE to LATEST_DATE)."""
+    if not EARLIEST_DATE <= day <= LATEST_DATE:
+        raise ValueError(f"{day.isoformat()} is out of range ({EARLIEST_DATE} to {LATEST_DATE})")
+    return day
 
 
 def is_arxiv_id(raw: str) -> bool:

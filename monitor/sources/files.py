@@ -7,7 +7,8 @@ they are removed (monitor/text.py) and the row is stored, with a warning naming 
 JSONL rows follow the shared corpus format: `arxiv_id, version (null = v1), title, abstract,
 authors, categories, primary_category, published (YYYY-MM-DD), updated`, optionally `comment,
 journal_ref, doi`; other keys are ignored. `since`/`until` select rows by `published`, so a replay
-can feed one week at a time.
+can feed one week at a time. A version is 1 to MAX_VERSION (1,000), in the field or the id's suffix,
+and `published`/`updated` lie in 1991-2100 (sources/base.py); anything else is a bad line like any other.
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from monitor.errors import InputError
 from monitor.sources.base import (
+    MAX_VERSION,
     Batch,
     PaperRecord,
     Source,
     SourceReport,
+    check_paper_date,
     clean_text,
     split_arxiv_id,
     to_naive_utc,
@@ -78,9 +81,16 @@ class SnapshotRow(BaseModel):
 
     @field_validator("version")
     @classmethod
-    def _positive(cls, value: int | None) -> int | None:
-        if value is not None and value < 1:
-            raise ValueError("must be 1 or more")
+    def _in_range(cls, value: int | None) -> int | None:
+        if value is not None and not 1 <= value <= MAX_VERSION:
+            raise ValueError(f"must be from 1 to {MAX_VERSION}")
+        return value
+
+    @field_validator("published", "updated")
+    @classmethod
+    def _a_paper_date(cls, value: dt.date | None) -> dt.date | None:
+        if value is not None:
+            check_paper_date(value.date() if isinstance(value, dt.datetime) else value)
         return value
 
     def record(self) -> PaperRecord:
@@ -173,7 +183,8 @@ def read_jsonl(path: Path, cleaned: list[str] | None = None) -> list[PaperRecord
                 except ValidationError as exc:
                     err = exc.errors()[0]
                     where = ".".join(str(p) for p in err["loc"]) or "row"
-                    raise InputError(str(path), number, f"field {where}: {err['msg']}") from None
+                    msg = err["msg"].removeprefix("Value error, ")
+                    raise InputError(str(path), number, f"field {where}: {msg}") from None
                 fields = _cleaned_fields(data)
                 if fields and cleaned is not None:
                     cleaned.append(f"{path}:{number}: {', '.join(fields)}")

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session
 
-from monitor.store.models import Anchor, Claim, Line, LineClaim
+from monitor.store.models import Anchor, Claim, Line, LineClaim, id_starts_with
 
 
 def is_active() -> ColumnElement[bool]:
@@ -47,7 +47,7 @@ def claim_count(session: Session) -> int:
 
 def claim_ids_with_prefix(session: Session, prefix: str) -> list[str]:
     """Ids of every claim, active or retired, that start with `prefix`, in id order."""
-    query = select(Claim.id).where(Claim.id.like(f"{prefix}%")).order_by(Claim.id)
+    query = select(Claim.id).where(id_starts_with(Claim.id, prefix)).order_by(Claim.id)
     return list(session.scalars(query))
 
 

@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 
 MIGRATION_WAIT_SECONDS = 30  # how long a second process waits for another's migration
 BUSY_TIMEOUT_SECONDS = 30.0  # default database.busy_timeout_seconds: how long a write waits for SQLite
+CONNECT_TIMEOUT_SECONDS = 10  # PostgreSQL: a server that does not complete a new connection by then failed
 
 
 def _normalise_url(url: str) -> str:
@@ -83,25 +84,50 @@ def _create(url: str, parsed: URL, kwargs: dict[str, object]) -> Engine:
         raise DatabaseError(f"database URL {redact(url)} is not usable: {exc}") from None
 
 
-def make_engine(url: str, echo: bool = False, busy_timeout_seconds: float = BUSY_TIMEOUT_SECONDS) -> Engine:
-    """An engine whose lock waits and full disks surface as one-line MonitorErrors (`_user_error`)."""
+def check_database_url(url: str) -> URL:
+    """The parsed URL, or the one-line error opening it would end in; connects to nothing, so a command
+    that writes files first (`monitor init`) can check before it writes anything."""
     given, url = url, _normalise_url(url)
     try:
         parsed = make_url(url)
     except ArgumentError:
         raise DatabaseError(f"database URL is not valid: {url!r}") from None
     _require_database_name(parsed, given)
-    kwargs: dict[str, object] = {"echo": echo, "future": True}
     if parsed.get_backend_name() == "sqlite":
         db = parsed.database
         if db and db != ":memory:":
             parent = Path(db).expanduser().parent
             if not parent.exists():
                 raise DatabaseError(f"database directory does not exist: {parent} (from {redact(url)})")
+    return parsed
+
+
+def make_engine(
+    url: str,
+    echo: bool = False,
+    busy_timeout_seconds: float = BUSY_TIMEOUT_SECONDS,
+    statement_timeout_seconds: float | None = None,
+) -> Engine:
+    """An engine whose lock waits and full disks surface as one-line MonitorErrors (`_user_error`).
+
+    `statement_timeout_seconds` (PostgreSQL; for a server answering requests, the claim board): the
+    server cancels a statement that runs longer, and a pooled connection is waited for no longer."""
+    parsed = check_database_url(url)
+    url = _normalise_url(url)
+    kwargs: dict[str, object] = {"echo": echo, "future": True}
+    if parsed.get_backend_name() == "sqlite":
         kwargs["connect_args"] = {"timeout": busy_timeout_seconds}
     else:
         kwargs["pool_pre_ping"] = True
-        kwargs["connect_args"] = {"connect_timeout": 10}
+        connect_args: dict[str, object] = {"connect_timeout": CONNECT_TIMEOUT_SECONDS}
+        if statement_timeout_seconds is not None:
+            statement_ms = max(1, round(statement_timeout_seconds * 1000))
+            # after the URL's own options (a search_path), which connect_args would otherwise replace
+            given = parsed.query.get("options", "")
+            given = given if isinstance(given, str) else " ".join(given)
+            connect_args["options"] = f"{given} -c statement_timeout={statement_ms}".strip()
+            kwargs["pool_timeout"] = statement_timeout_seconds
+        kwargs["connect_args"] = connect_args
     engine = _create(url, parsed, kwargs)
     if parsed.get_backend_name() == "sqlite":
         busy_ms = max(1, round(busy_timeout_seconds * 1000))
@@ -315,9 +341,15 @@ def open_store(
     echo: bool = False,
     migrate_schema: bool = True,
     busy_timeout_seconds: float = BUSY_TIMEOUT_SECONDS,
+    statement_timeout_seconds: float | None = None,
 ) -> Store:
     """Connect, check the database answers, and migrate it. Every failure is one DatabaseError line."""
-    engine = make_engine(url, echo=echo, busy_timeout_seconds=busy_timeout_seconds)
+    engine = make_engine(
+        url,
+        echo=echo,
+        busy_timeout_seconds=busy_timeout_seconds,
+        statement_timeout_seconds=statement_timeout_seconds,
+    )
     try:
         if migrate_schema:
             migrate(engine)

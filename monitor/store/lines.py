@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from monitor.store.models import Anchor, Line, LineClaim, SeedFile
+from monitor.store.models import Anchor, Line, LineClaim, SeedFile, id_starts_with
 
 
 def active_lines(session: Session) -> list[Line]:
@@ -19,7 +19,7 @@ def active_lines(session: Session) -> list[Line]:
 
 def lines_with_prefix(session: Session, prefix: str) -> list[Line]:
     """Every line, retired ones too, whose id starts with `prefix`."""
-    return list(session.scalars(select(Line).where(Line.id.startswith(prefix, autoescape=True))))
+    return list(session.scalars(select(Line).where(id_starts_with(Line.id, prefix))))
 
 
 def lines_of_kinds(session: Session, kinds: tuple[str, ...], include_retired: bool) -> list[Line]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from monitor.store.db import Store
@@ -25,3 +26,8 @@ def get_mark(store: Store, source: str, query_key: str) -> dt.datetime | None:
     with store.session() as s:
         row = s.get(FetchMark, (source, query_key))
         return row.high_water if row else None
+
+
+def newest_mark(session: Session) -> dt.datetime | None:
+    """The furthest any source's query has been fetched to (None: only file sources, which set none)."""
+    return session.scalar(select(func.max(FetchMark.high_water)))

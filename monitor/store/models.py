@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     Boolean,
+    ColumnElement,
     Date,
     DateTime,
     Float,
@@ -24,12 +25,26 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 
 def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+
+
+ID_LENGTH = 32  # claims.id and lines.id: "c-"/"l-" and 12 hex digits, with room to spare
+
+
+def id_starts_with(column: Any, prefix: str) -> ColumnElement[bool]:
+    """SQL: an id (claims.id, lines.id) starts with `prefix` as typed. `_` and `%` are themselves, not
+    LIKE wildcards (`c-11_b` opened c-117ba16fa085), and a prefix longer than any id matches nothing
+    without building a pattern (SQLite refuses a LIKE pattern over 50,000 bytes: a pasted 70 KB id was a
+    traceback)."""
+    if len(prefix) > ID_LENGTH:
+        return false()
+    return column.startswith(prefix, autoescape=True)
 
 
 class Base(DeclarativeBase):
@@ -62,7 +77,7 @@ class Line(Base):
     """An inquiring line: a question the library keeps open, with its prose and cited notes."""
 
     __tablename__ = "lines"
-    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    id: Mapped[str] = mapped_column(String(ID_LENGTH), primary_key=True)
     question: Mapped[str] = mapped_column(Text)
     framing: Mapped[str | None] = mapped_column(Text)
     body: Mapped[str | None] = mapped_column(Text)
@@ -85,7 +100,7 @@ class Claim(Base):
     """A claim to keep testing. The id is a hash of the normalised text, so it never renames."""
 
     __tablename__ = "claims"
-    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    id: Mapped[str] = mapped_column(String(ID_LENGTH), primary_key=True)
     text: Mapped[str] = mapped_column(Text)
     kind: Mapped[str] = mapped_column(String(20))  # note | dated | user
     title: Mapped[str | None] = mapped_column(Text)  # a note's question title

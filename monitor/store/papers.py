@@ -194,6 +194,11 @@ def count_published(session: Session, first: dt.date, last: dt.date) -> int:
 
 
 def count_first_seen(session: Session, start: dt.datetime, stop: dt.datetime) -> int:
-    """Papers first stored in [start, stop)."""
-    query = select(func.count()).select_from(Paper).where(Paper.first_seen >= start, Paper.first_seen < stop)
+    """Papers the monitor first saw for the period [start, stop): first stored in it, or first stored
+    later and published in it (a snapshot, a backfill or a replay stores past periods' papers today),
+    as the judgements a period accounts for are counted (store/digests.py `_judged_for_period`)."""
+    stored_in = (Paper.first_seen >= start) & (Paper.first_seen < stop)
+    published_later = (Paper.published >= start.date()) & (Paper.published < stop.date())
+    published_later &= Paper.first_seen >= start
+    query = select(func.count()).select_from(Paper).where(stored_in | published_later)
     return int(session.scalar(query) or 0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import textwrap
 from dataclasses import dataclass, field
 
 from rich.console import Console
@@ -17,6 +18,8 @@ from monitor.store.claims import claim_ids_with_prefix, lines_of_claim
 from monitor.store.db import Store
 from monitor.store.models import Claim
 from monitor.store.verdicts import verdict_history
+from monitor.terminal import print_table
+from monitor.text import quoted
 from monitor.verdicts.rollup import CurrentVerdict, claim_dates, load_evidence, stored_outcome
 from monitor.verdicts.rules import (
     COUNTS,
@@ -31,6 +34,8 @@ from monitor.verdicts.rules import (
     evidence_cutoff,
     standing,
 )
+
+CLAIM_SHOWN = 90  # characters of a claim the verdict table shows
 
 STYLE = {
     "OVERTURNED": "bold red",
@@ -60,6 +65,10 @@ class EvidenceLine:
         return {COUNTS: "yes", WAITS: "waits", WITHHELD: "withheld", SOURCE: "source"}.get(
             self.standing, "no"
         )
+
+    def as_dict(self) -> dict[str, object]:
+        shown = {"judge": shown_judge(self.item.judge), "counts": self.shown, "standing": self.standing}
+        return self.item.to_dict() | shown | {"note": self.note}
 
 
 @dataclass
@@ -92,6 +101,25 @@ class ClaimDetail:
             return "not summarised yet: no verdict computed (run `monitor verdicts`)"
         return self.summary.sentence()
 
+    def as_dict(self) -> dict[str, object]:
+        """Everything `monitor show` prints, for `--json`: dates as ISO strings."""
+        return {
+            "id": self.id,
+            "text": self.text,
+            "date": self.date_text,
+            "counts_papers_after": self.cutoff.isoformat() if self.cutoff else None,
+            "retired": self.retired,
+            "lines": [{"id": line_id, "question": question} for line_id, question in self.lines],
+            "status": self.status,
+            "evidence_summary": self.evidence_sentence,
+            "for_review": self.for_review,
+            "evidence": [e.as_dict() for e in self.evidence],
+            "history": [
+                {"as_of": h.as_of.isoformat(), "status": h.status, "changed": h.changed, "papers": h.summary}
+                for h in self.history
+            ],
+        }
+
 
 def _note(item: EvidenceItem, outcome: Outcome | None) -> str:
     """Why a counted item deserves a look, or who decided it."""
@@ -121,9 +149,9 @@ def claim_detail(store: Store, settings: Settings, claim_id: str) -> ClaimDetail
                 shown = ", ".join(matches[:10]) + (
                     f" and {len(matches) - 10} more" if len(matches) > 10 else ""
                 )
-                raise UsageError(f"claim id prefix {claim_id!r} is ambiguous: {shown}")
+                raise UsageError(f"claim id prefix {quoted(claim_id)} is ambiguous: {shown}")
         if claim is None:
-            raise NotFound(f"no claim with id {claim_id!r} (see `monitor verdicts`)")
+            raise NotFound(f"no claim with id {quoted(claim_id)} (see `monitor verdicts`)")
         lines = [(line.id, line.question) for line in lines_of_claim(s, claim.id)]
         date = claim_dates(s, [claim])[claim.id]
         cutoff = evidence_cutoff(date)
@@ -160,12 +188,13 @@ def print_claim(console: Console, d: ClaimDetail) -> None:
         f"[bold]{escape(d.id)}[/]  [{STYLE.get(d.status, '')}]{d.status}[/]"
         + ("  (retired)" if d.retired else "")
     )
-    console.print(escape(plain_text(d.text)), soft_wrap=True)
+    # Prose wraps at words to the width (a terminal would cut a soft-wrapped line anywhere).
+    console.print(escape(plain_text(d.text)))
     cutoff = f"papers after {d.cutoff}" if d.cutoff else "every paper"
     console.print(f"date: {escape(d.date_text or 'undated')}  (counts {cutoff})")
     for line_id, question in d.lines:
-        console.print(f"line {escape(line_id)}: {escape(plain_text(question))}", soft_wrap=True)
-    console.print(f"evidence: {escape(d.evidence_sentence)}", soft_wrap=True)
+        console.print(f"line {escape(line_id)}: {escape(plain_text(question))}")
+    console.print(f"evidence: {escape(d.evidence_sentence)}")
     relevant = [e for e in d.evidence if e.item.label != "UNRELATED"]
     unrelated = len(d.evidence) - len(relevant)
     if relevant:
@@ -184,7 +213,7 @@ def print_claim(console: Console, d: ClaimDetail) -> None:
                 e.shown,
                 escape("\n".join(part for part in (_quoted(e.item.evidence), e.note) if part)),
             )
-        console.print(table)
+        print_table(console, table)
     else:
         console.print(f"No relevant evidence ({unrelated} unrelated assessment(s)).")
     if d.history:
@@ -193,7 +222,7 @@ def print_claim(console: Console, d: ClaimDetail) -> None:
             table.add_column(col, overflow="fold")
         for h in d.history:
             table.add_row(str(h.as_of), h.status, "yes" if h.changed else "", escape(h.summary))
-        console.print(table)
+        print_table(console, table)
     else:
         console.print("No verdict computed yet (run `monitor verdicts`).")
 
@@ -207,18 +236,20 @@ def print_verdicts(console: Console, rows: list[CurrentVerdict], as_json: bool =
         return
     table = Table(title=f"Verdicts ({len(rows)} claims)", title_justify="left")
     table.add_column("status", no_wrap=True)
-    table.add_column("claim", ratio=4, min_width=30, overflow="fold")
-    table.add_column("date", max_width=14, overflow="fold")
-    table.add_column("lines", max_width=16, overflow="fold")
+    table.add_column("claim")
+    table.add_column("date")
+    table.add_column("lines")
     table.add_column("since", no_wrap=True)
-    table.add_column("papers", ratio=3, overflow="fold")
+    table.add_column("papers")
     for r in rows:
+        # Shortened at a word, never inside one: `monitor show` prints the whole text.
+        text = textwrap.shorten(plain_text(r.text), CLAIM_SHOWN, placeholder=" …")
         table.add_row(
             f"[{STYLE.get(r.status, '')}]{r.status}[/]",
-            f"{escape(plain_text(r.text)[:90])}\n[dim]{r.claim_id}[/]",
+            f"{escape(text)}\n[dim]{r.claim_id}[/]",
             escape(r.date_text or "undated"),
             escape(", ".join(r.lines)),
             str(r.status_since or r.changed_at or "—"),
             escape(r.summary),
         )
-    console.print(table)
+    print_table(console, table)
