@@ -44,11 +44,16 @@ from monitor.store.papers import latest_versions
 
 SHARES = (0.02, 0.05, 0.10, 0.20)
 # What the LLM screen keeps of the pairs it reads, until a store has screened enough of its own
-# (`SCREEN_TALLY_MIN` answers): measured on a week of the shipped sample (docs/relevance.md).
-SCREEN_KEEP_SHARE = 0.02
+# (`SCREEN_TALLY_MIN` answers), and how many kept pairs a judge call carries (a paper's kept claims
+# share its call): measured on a random 200 papers of the sample's last week, a whole real week of
+# cs.CL/cs.LG/cs.AI, with the teacher screening (docs/relevance.md: 74 of 7,000 pairs, 38 calls).
+SCREEN_KEEP_SHARE = 0.0106
 SCREEN_TALLY_MIN = 2000
-# Of the pairs judged, the share that gets a second reading under each `judge.second_look` (the same week).
-SECOND_LOOK_SHARE = {"all": 0.5, "moving": 0.3, "none": 0.0}
+KEPT_PAIRS_PER_CALL = 1.95
+# Of the pairs judged, the share that gets a second reading under each `judge.second_look`: measured on
+# the sample's 2026-W20 (133 of 242; every bearing label there was under the 0.7 "unsure" line, so
+# "moving" read as many as "all").
+SECOND_LOOK_SHARE = {"all": 0.55, "moving": 0.55, "none": 0.0}
 SAMPLED_PAIRS = 200  # pending screen pairs whose judge and second-look prompts are rendered to price them
 
 
@@ -93,9 +98,9 @@ def price_kept(
     sample: Sequence[tuple[PaperText, ClaimText]],
     measured: bool = False,
 ) -> AfterScreen:
-    """`after_screen` from its parts: judging `share` of `screen_pairs`, each kept pair a call of its own,
-    and the second looks `judge.second_look` gives them (SECOND_LOOK_SHARE), priced from the prompts of
-    (up to SAMPLED_PAIRS of) `sample`'s pairs, cached system prompts and Batch API prices counted."""
+    """`after_screen` from its parts: judging `share` of `screen_pairs`, KEPT_PAIRS_PER_CALL a call, and
+    the second looks `judge.second_look` gives them (SECOND_LOOK_SHARE), priced from the prompts of (up to
+    SAMPLED_PAIRS of) `sample`'s pairs, cached system prompts and Batch API prices counted."""
     from monitor.judge.second_look import ANSWER_TOKENS, FirstReading, SecondLooker
     from monitor.judge.work import COMPLETION_TOKENS_PER_CLAIM
     from monitor.llm.cost import cached_prefix, estimate_tokens
@@ -109,17 +114,23 @@ def price_kept(
     if not sample or not pairs:
         return AfterScreen(share, measured, pairs, 0, 0, 0, 0, 0, 0.0)
     system = estimate_tokens(prompts.system())
-    judge_user = sum(estimate_tokens(prompts.user(paper, [claim])) for paper, claim in sample) / len(sample)
+    calls = max(1, round(pairs / min(KEPT_PAIRS_PER_CALL, settings.judge.claims_per_call)))
+    per_call = pairs / calls  # kept claims a call carries, on average
+    # A call's user prompt: the paper once and its claims (a claim's part: the prompt with two claims
+    # less the prompt with one).
+    one = sum(estimate_tokens(prompts.user(paper, [claim])) for paper, claim in sample) / len(sample)
+    two = sum(estimate_tokens(prompts.user(paper, [claim, claim])) for paper, claim in sample) / len(sample)
+    judge_user = one + (per_call - 1) * (two - one)
     look_prompt = sum(
         sum(estimate_tokens(m["content"]) for m in looker.question(paper, claim, first).messages)
         for paper, claim in sample
     ) / len(sample)
     look_system = estimate_tokens(looker.prompts.messages(sample[0][0], sample[0][1], first)[0]["content"])
-    prompt = round(pairs * (system + judge_user) + looks * look_prompt)
-    cached = max(0, pairs - 1) * cached_prefix(system) + max(0, looks - 1) * cached_prefix(look_system)
+    prompt = round(calls * (system + judge_user) + looks * look_prompt)
+    cached = max(0, calls - 1) * cached_prefix(system) + max(0, looks - 1) * cached_prefix(look_system)
     completion = pairs * COMPLETION_TOKENS_PER_CLAIM + looks * ANSWER_TOKENS
     cost = token_cost(settings, prompt, completion, settings.llm.batch, cached)
-    return AfterScreen(share, measured, pairs, pairs, looks, prompt, cached, completion, cost)
+    return AfterScreen(share, measured, pairs, calls, looks, prompt, cached, completion, cost)
 
 
 @dataclass(frozen=True)
