@@ -16,7 +16,8 @@ order (docs/verdicts.md explains them for users, with worked examples):
 2. Each counted label has a *weight*: its confidence, capped at the precision measured for its judge
    and label (`monitor eval`), since a judge's self-reported confidence can run ahead of how often it
    is right, times its evidence's strength factor (`STRENGTH_FACTOR`: direct 1, indirect 0.75, weak
-   0.4), so an indirect finding needs corroboration and a weak one several. A side's *strength* is
+   0.4), so an indirect finding needs corroboration and weak ones several, and a side of weak papers
+   only never moves a verdict (`WEAK_SIDE_CAP`). A side's *strength* is
    the chance that at least one of its distinct papers is right, 1 - prod(1 - w) over papers (a
    paper's best weight, once), so a verdict moves on several papers or one strong one, never on one
    weak label. A curator's confirmed or relabelled label weighs
@@ -76,6 +77,8 @@ PENDING, AGREED, DISAGREED = "pending", "agreed", "disagreed"
 # (confounded, correlational, built to show the effect) several. A label with no strength (the embedded
 # judge's, older rows) weighs as before.
 STRENGTH_FACTOR = {"direct": 1.0, "indirect": 0.75, "weak": 0.4}
+# The most a side of weak papers only can weigh: below every threshold a verdict moves at (`move`, 0.8).
+WEAK_SIDE_CAP = 0.6
 
 # The name the embedded judge's assessments are stored under (config and output call it "embedded").
 EMBEDDED_JUDGE = EMBEDDED_JUDGE_STORED
@@ -498,15 +501,19 @@ def counts(item: EvidenceItem, cutoff: dt.date | None, as_of: dt.date | None, th
 
 
 def side_strength(items: list[EvidenceItem], labels: tuple[str, ...], th: Thresholds) -> float:
-    """Rule 2: the chance that at least one distinct paper with one of `labels` is right."""
+    """Rule 2: the chance that at least one distinct paper with one of `labels` is right; a side whose
+    papers are all weak (as the judge states strength) stays below `WEAK_SIDE_CAP`: weak evidence alone,
+    however much of it, moves no verdict."""
     best: dict[str, float] = {}
+    weak_only = True
     for item in items:
         if item.label in labels:
             best[item.arxiv_id] = max(best.get(item.arxiv_id, 0.0), th.weight(item))
+            weak_only = weak_only and item.strength == "weak" and not item.reviewed
     missed = 1.0
     for weight in best.values():
         missed *= 1.0 - weight
-    return 1.0 - missed
+    return min(1.0 - missed, WEAK_SIDE_CAP) if best and weak_only else 1.0 - missed
 
 
 def strengths(items: list[EvidenceItem], th: Thresholds) -> dict[str, float]:
