@@ -45,6 +45,7 @@ from monitor.store.db import Store
 from monitor.store.digests import WEBHOOKS_POSTED
 from monitor.store.models import utcnow
 from monitor.store.records import Digest as DigestRow
+from monitor.testhooks import pause_at
 
 log = logging.getLogger(__name__)
 
@@ -297,6 +298,7 @@ def notify_digest(store: Store, settings: Settings, digest_id: int, force: bool 
         log.info("digest %s already posted to %s at %s", key, hook.shown, posted_before[hook.key].get("at"))
     if not due:
         return []
+    pause_at("deliver:webhook")  # test-only: between deciding to post and posting (the race window)
     summary = summary_payload(gather_digest(store, settings, period), stats, _links(settings, files))
     bodies = {"json": summary, "slack": slack_payload(summary)}
     posted, failed = [], []
