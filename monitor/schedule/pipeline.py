@@ -567,6 +567,13 @@ def webhook_step(store: Store, settings: Settings, settled: SettledPeriods | Non
     return result
 
 
+def report_sends_or_spends(settings: Settings, email: bool, notify: bool) -> bool:
+    """Whether `monitor report` mails, posts or may call an LLM (proposed wordings, research questions):
+    then it takes the run lock, as every command that sends or spends does, so a second report or a
+    run beside it cannot mail or post the digest again, or pay for the same answers twice."""
+    return email or notify or settings.llm_configured()
+
+
 def deliver_digest(
     store: Store,
     settings: Settings,
