@@ -12,6 +12,7 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -402,3 +403,100 @@ def test_a_bad_webhook_entry_is_a_config_error_naming_it_without_its_url(tmp_pat
     with pytest.raises(ConfigError, match="report.webhooks.0") as failure:
         load_settings(path)
     assert problem in str(failure.value) and SECRET not in str(failure.value)
+
+
+def slow_hook(server: ScriptedLLM, seconds: float | None) -> threading.Event:
+    """The receiver keeps every body, then answers only after `seconds` (None: not before the test
+    ends): a slow gateway that did take the digest. Set the returned event to let it answer."""
+    release = threading.Event()
+
+    def respond(_request: object) -> Reply:
+        release.wait(seconds if seconds is not None else 120)
+        return Reply(200, "ok")
+
+    server.default = respond
+    return release
+
+
+@pytest.mark.parametrize("seconds", [3.0, None], ids=["answers-after-3s", "never-answers"])
+def test_a_webhook_that_answers_after_the_timeout_gets_one_copy_until_forced(
+    store, db_url, server, tmp_path, monkeypatch, capsys, caplog, seconds
+) -> None:
+    """Issue 33, item 3: the body went out in full and no answer came within `timeout_seconds`: maybe
+    delivered, so recorded, not retried and not posted again by later commands until `--force` (before:
+    4 copies a command, exit 8, nothing recorded; a second command 4 more)."""
+    sample(World(store))
+    caplog.set_level(logging.WARNING)
+    release = slow_hook(server, seconds)
+    monkeypatch.setenv("MONITOR_SLACK_URL", hook_url(server))
+    hook = {"kind": "slack", "url_env": "MONITOR_SLACK_URL", "timeout_seconds": 1, "max_retries": 3}
+    monkeypatch.setenv("MONITOR_REPORT__WEBHOOKS", json.dumps([{**hook, "retry_wait_seconds": 0.01}]))
+    args = ["report", "--period", "2026-W11", "--notify"]
+    try:
+        code, out, err = main_in_process(args, db_url, tmp_path, monkeypatch, capsys)
+        assert code == 8, (out, err)
+        assert len(server.requests) == 1, f"{len(server.requests)} copies"
+        assert "may have been delivered" in err and "--notify --force" in err, err
+        caplog.clear()
+        code, out, err = main_in_process(args, db_url, tmp_path, monkeypatch, capsys)
+        assert code == 0, (out, err)
+        assert len(server.requests) == 1, f"{len(server.requests)} copies"
+        assert "may have been delivered" in caplog.text and "--notify --force" in caplog.text
+        assert "not posted" in out and "may have been delivered" in out, (out, err)
+        code, out, _ = main_in_process(["runs", "--json"], db_url, tmp_path, monkeypatch, capsys)
+        second, first = json.loads(out)[:2]
+        assert any("may have been delivered" in e for e in first["errors"]), first
+        assert any("may have been delivered" in w for w in second["warnings"]), second
+    finally:
+        release.set()
+    with store.session() as s:
+        row = s.query(Digest).one()
+        [(key, note)] = row.stats[WEBHOOKS_POSTED].items()
+        assert note["status"] is None and "no answer" in note["unconfirmed"]
+        assert SECRET not in json.dumps(row.stats)
+    server.default = lambda _request: Reply(200, "ok")
+    code, out, err = main_in_process([*args, "--force"], db_url, tmp_path, monkeypatch, capsys)
+    assert code == 0 and "posted to" in out, (out, err)
+    assert len(server.requests) == 2
+    assert posted(store, row.id)[key] == {"at": posted(store, row.id)[key]["at"], "status": 200}
+
+
+def test_a_run_does_not_post_again_what_may_have_been_delivered_and_says_so(lite, server, tmp_path) -> None:
+    """`monitor run`'s webhook step (pipeline.webhook_step) over a digest whose post got no answer."""
+    from monitor.schedule.pipeline import webhook_step
+    from monitor.store.runs import recorded_run
+
+    sample(World(lite))
+    release = slow_hook(server, None)
+    settings = hook_settings(tmp_path, {"kind": "json", "url": hook_url(server), "timeout_seconds": 1})
+    try:
+        with pytest.raises(DeliveryError, match="may have been delivered"), recorded_run(lite, "run") as run:
+            settled_write(lite, settings, "2026-W11", run_id=run.id)
+            webhook_step(lite, settings)
+        with recorded_run(lite, "run") as rerun:
+            settled_write(lite, settings, "2026-W11", run_id=rerun.id)
+            again = webhook_step(lite, settings)
+            rerun.record(again)
+    finally:
+        release.set()
+    assert again.digest_ids == [] and len(server.requests) == 1
+    assert rerun.counts["webhooks"]["unconfirmed"] == 1
+    assert any("may have been delivered" in w and "--notify --force" in w for w in rerun.warnings)
+
+
+def test_a_refused_connection_is_still_retried(lite, tmp_path, caplog) -> None:
+    """Nothing was sent: not a maybe-delivery, so retried (the other side of the line drawn above)."""
+    import socket
+
+    sample(World(lite))
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    hook = {"kind": "json", "url": f"http://127.0.0.1:{port}/h", "max_retries": 2}
+    settings = hook_settings(tmp_path, hook)
+    result = settled_write(lite, settings, "2026-W11")
+    with caplog.at_level(logging.WARNING), pytest.raises(DeliveryError, match="Refused") as failure:
+        notify_digest(lite, settings, result.digest_id)
+    assert "attempt 2 failed" in caplog.text  # three tries
+    assert "may have been delivered" not in str(failure.value)
+    assert posted(lite, result.digest_id) == {}

@@ -507,15 +507,21 @@ class Emailed:
 
 @dataclass
 class Posted:
-    """The digests `webhook_step` posted: recorded on the run as `webhooks` (printed by `monitor run`)."""
+    """The digests `webhook_step` posted: recorded on the run as `webhooks` (printed by `monitor run`),
+    with a warning for each post not made again because an earlier one may have been delivered."""
 
     stage: ClassVar[str] = "webhooks"
 
     digest_ids: list[int]
     periods: list[str]
+    unconfirmed: list[str] = field(default_factory=list)
 
     def stage_counts(self) -> dict[str, Any]:
-        return {"posted": len(self.digest_ids), "periods": self.periods}
+        counts: dict[str, Any] = {"posted": len(self.digest_ids), "periods": self.periods}
+        return counts | ({"unconfirmed": len(self.unconfirmed)} if self.unconfirmed else {})
+
+    def stage_notes(self) -> StageNotes:
+        return StageNotes(warnings=list(self.unconfirmed))
 
 
 def email_step(
@@ -545,23 +551,25 @@ def webhook_step(store: Store, settings: Settings, settled: SettledPeriods | Non
     DeliveryError (8) after all were tried, carrying what was posted. A digest's period is settled
     before it is read unless `settled` has it."""
     from monitor.report.delivery import DeliveryError, raise_failures
-    from monitor.report.webhooks import notify_digest, posts_due
+    from monitor.report.webhooks import notify_digest, posts_due, unconfirmed_posts
 
     settled = settled or SettledPeriods(store, settings, None)
     since = utcnow() - RESEND_WINDOW
     with store.session() as s:
         due = unsent_digests(s, since, ("run", "daemon:digest"), mailed_too=True)
     posted: list[int] = []
+    unconfirmed: list[str] = []
     failures: list[DeliveryError] = []
     for digest_id in due:
         try:
             settled.ensure(posts_due(store, settings, digest_id))
             if notify_digest(store, settings, digest_id):
                 posted.append(digest_id)
+            unconfirmed += unconfirmed_posts(store, settings, digest_id)
         except DeliveryError as exc:  # the next digest is still tried
             failures.append(exc)
     with store.session() as s:
-        result = Posted(posted, period_keys(s, posted))
+        result = Posted(posted, period_keys(s, posted), unconfirmed)
     with partial_on_failure(result):
         raise_failures(failures)
     return result
@@ -588,7 +596,7 @@ def deliver_digest(
     where not asked. `settled`: what the run's outcomes step settled (else its period is settled once).
     A failure of one does not keep the other from going out; DeliveryError (8) after both were tried."""
     from monitor.report.delivery import DeliveryError, raise_failures
-    from monitor.report.webhooks import notify_digest, posts_due
+    from monitor.report.webhooks import notify_digest, posts_due, unconfirmed_posts
 
     settled = settled or SettledPeriods(store, settings, run.id if run is not None else None)
     sent: bool | None = None
@@ -606,6 +614,11 @@ def deliver_digest(
         try:
             settled.ensure(posts_due(store, settings, digest_id, force))
             posted = notify_digest(store, settings, digest_id, force=force)
+            if run is not None:
+                with store.session() as s:
+                    done = [digest_id] if posted else []
+                    left = [] if force else unconfirmed_posts(store, settings, digest_id)
+                    run.record(Posted(done, period_keys(s, done), left))
         except DeliveryError as exc:
             failures.append(exc)
     raise_failures(failures)
