@@ -58,7 +58,9 @@ def config_for(
     report: dict[str, Any] = {}
     if hooks is not None:
         url = hooks.url.removesuffix("/v1") + "/hooks/digest"
-        report["webhooks"] = [{"kind": "json", "url": url, "retry_wait_seconds": 0.01}]
+        report["webhooks"] = [
+            {"kind": "json", "url": url, "retry_wait_seconds": 0.01, "allow_private_network": True}
+        ]
     return write_config(
         tmp_path,
         db_url,

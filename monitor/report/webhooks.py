@@ -24,9 +24,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import http.client
+import ipaddress
 import json
 import logging
 import os
+import socket
 import ssl
 import urllib.error
 import urllib.request
@@ -104,14 +106,65 @@ def resolve_hooks(settings: Settings) -> list[Hook]:
             url = os.environ.get(config.url_env or "", "")
             if not url:
                 raise ConfigError(f"{where}: environment variable {config.url_env} (its URL) is not set")
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigError(f"{where}: the URL is not an http(s) URL")  # the URL itself is not shown
+        _check_url(where, url, config.allow_private_network)  # never shows the URL: its path is the secret
         digest = hashlib.sha256(url.encode()).hexdigest()[:12]
         key = config.name or f"{config.kind}-{digest}"
         shown = f"{config.kind} webhook " + (config.name or f"at {safe_url(url, path=False)}")
         hooks.append(Hook(config, url, key, shown))
     return hooks
+
+
+def _check_url(where: str, url: str, allow_private: bool) -> None:
+    """Refuse a URL urllib cannot post to as written (its own errors would quote the path, or fail as a
+    DNS error), or should not post to (a local or private address, unless allowed)."""
+    if any(ch <= " " or ch == "\x7f" or not ch.isascii() for ch in url):
+        raise ConfigError(
+            f"{where}: the URL contains a space, control or non-ASCII character; percent-encode it"
+        )
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"{where}: the URL is not an http(s) URL")
+    if parts.username is not None or parts.password is not None:
+        raise ConfigError(
+            f"{where}: the URL carries a user name or password (user:password@), which is not sent as "
+            "credentials; give them in the webhook's `headers` (e.g. Authorization) instead"
+        )
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        raise ConfigError(f"{where}: the URL's port is not a number from 0 to 65535") from None
+    if not allow_private:
+        _check_address(where, parts.hostname, port)
+
+
+def _check_address(where: str, host: str, port: int) -> None:
+    """Refuse a host that resolves to a loopback, link-local, private, reserved or multicast address (a
+    service on this machine or its network: an admin port, a cloud metadata address). Checked when the
+    webhooks are resolved, before each command's posts; a name that does not resolve now is left to the
+    post, which fails and says so."""
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return
+    for *_, sockaddr in found:
+        address = ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])
+        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        if address.is_global and not address.is_multicast:
+            continue
+        kind = next((name for name, hit in _ADDRESS_KINDS if getattr(address, hit)), "private or reserved")
+        raise ConfigError(
+            f"{where}: its host {host} resolves to a {kind} address ({address}); webhooks are not posted to "
+            "loopback, link-local or private addresses unless the webhook sets allow_private_network = true"
+        )
+
+
+_ADDRESS_KINDS = (
+    ("loopback", "is_loopback"),
+    ("link-local", "is_link_local"),
+    ("unspecified", "is_unspecified"),
+    ("multicast", "is_multicast"),
+)
 
 
 # --- what is posted ----------------------------------------------------------------------------------
@@ -217,8 +270,10 @@ def _scrub(text: str, url: str) -> str:
     """`text` without the URL or its path and query, should an error message quote them."""
     parts = urlsplit(url)
     for secret in (url, parts.path + ("?" + parts.query if parts.query else ""), parts.query):
-        if len(secret) > 1:
-            text = text.replace(secret, "…")
+        # as written, and as a repr() in an error message would show it
+        for form in (secret, secret.encode("unicode_escape").decode("ascii")):
+            if len(form) > 1:
+                text = text.replace(form, "…")
     return text
 
 

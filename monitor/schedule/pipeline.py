@@ -167,6 +167,10 @@ def run_once(
     opts = options or RunOptions()
     stop = stop or StopFlag()
     started = time.monotonic()
+    if opts.report and settings.report.webhooks:
+        from monitor.report.webhooks import resolve_hooks
+
+        resolve_hooks(settings)  # a bad webhook is exit 2 before anything is fetched or paid for
     with locked_run(store, settings, opts.command, stop.event, lock) as (run, held, abandoned):
         outcome = RunOutcome(run_id=run.id, status="running", abandoned=abandoned)
         _pipeline(store, settings, opts, run, Steps(store, run, stop, held), outcome)
