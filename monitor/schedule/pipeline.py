@@ -195,16 +195,18 @@ def _pipeline(
     scope = JudgeScope(period.key, period.start) if period is not None else None
     if scope is not None:
         run.record(scope)
+    if opts.report and period is None:
+        from monitor.report.digest import choose_period
+
+        period = choose_period(store, settings.report.period)  # the papers are in: judging moves it not
+    if period is not None:  # before judging: what it spends is the digest's cost even if it stops there
+        run.record(DigestPeriod(period.key))
     plan = Assess(again="monitor run", provider=opts.judge, progress=opts.progress)
-    plan.since = period.start if period else None
+    plan.since = scope.judged_from if scope is not None else None
     assess(step, store, settings, plan)
     if scope is not None:
         scope.count_unjudged(store, settings, plan.judge_for(settings).name)
         run.record(scope)
-    if opts.report and period is None:
-        from monitor.report.digest import choose_period
-
-        period = choose_period(store, settings.report.period)
     # The verdicts step settles the digest's dates too, on its one load of the evidence.
     report_period = period if opts.report else None
     verdicts = step("verdicts", lambda: verdicts_step(store, settings, run, period=report_period))
@@ -277,6 +279,20 @@ def check_final(digest: Any) -> None:
         "is not mailed or posted; a run with a working judge rewrites it "
         "(`monitor retest` asks parked pairs again)"
     )
+
+
+@dataclass
+class DigestPeriod:
+    """The period whose digest `monitor run` writes, recorded on the run as `period` before it judges,
+    so the digest's cost line counts every token the run spent for it, failed and invalid answers
+    included, even when the run stopped before writing it (store/digests.py `period_runs`)."""
+
+    stage: ClassVar[str] = "period"
+
+    key: str
+
+    def stage_counts(self) -> dict[str, Any]:
+        return {"key": self.key}
 
 
 @dataclass
