@@ -194,3 +194,34 @@ def test_two_reports_asking_research_questions_at_once_pay_once(tmp_path, db_url
     # One request per line with new evidence, none asked twice (the two reports asked 9 for 5 lines).
     assert asked and len(asked) == len(set(asked)), f"{len(asked)} LLM calls for {len(set(asked))} lines"
     assert second.returncode == 75, (second.returncode, second_out, second_err)
+
+
+def test_a_report_that_only_writes_files_runs_beside_a_run_and_one_that_mails_waits(
+    tmp_path, db_url, llm, snapshot, mailbox
+) -> None:
+    """The lock is taken for sending and spending only: a report with no mail, no webhook and no LLM
+    configured writes its files while a run holds the lock; with --email it exits 75 and sends nothing."""
+    from monitor.schedule.lock import RunLock
+
+    box, port = mailbox
+    judged_store(tmp_path, db_url, llm, snapshot)
+    config = write_config(
+        tmp_path,
+        db_url,
+        email={"host": "127.0.0.1", "port": port, "security": "none", "recipients": ["ana@example.org"]},
+    )  # the embedded judge, no LLM
+    store = open_store(db_url)
+    held = RunLock(store)  # a run is in progress
+    held.acquire()
+    try:
+        plain = monitor(config, "report", "--period", PERIOD)
+        mailing = monitor(config, "report", "--period", PERIOD, "--email")
+    finally:
+        held.release()
+        store.close()
+    assert plain.returncode == 0, plain.stderr
+    assert (tmp_path / "reports" / f"digest-{PERIOD}.md").exists()
+    assert mailing.returncode == 75 and "run lock" in mailing.stderr, mailing.stderr
+    assert box.messages == []
+    done = monitor(config, "report", "--period", PERIOD, "--email")
+    assert done.returncode == 0 and len(box.messages) == 1, done.stderr
