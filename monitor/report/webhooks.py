@@ -411,17 +411,12 @@ def _post_all(
             continue
         _record(store, digest_id, hook.key, status)
         posted.append(hook.shown)
-    hints = (
-        [
+    if failed or maybe:
+        again = (
             f"`monitor report {report_args(key)} --notify` posts it again, as does the next "
             "`monitor run` that reports this period"
-        ]
-        if failed
-        else []
-    )
-    if maybe:
-        hints.append(_resend_hint(key))
-    if failed or maybe:
+        )
+        hints = ([again] if failed else []) + ([_resend_hint(key)] if maybe else [])
         raised = DeliveryError if failed else MaybePosted
         raise raised(f"digest {key}: {'; '.join(failed + maybe)}; {'; '.join(hints)}")
     return posted

@@ -70,14 +70,20 @@ def judged_pairs(
     return [JudgedPair(*row) for row in session.execute(query)]
 
 
+# The commands that work for one digest's period: a replay, a retest or `monitor judge` works for many,
+# and their calls count where their answers are about a period's papers.
+ONE_PERIOD_COMMANDS = ("run", "daemon:digest", "report")
+
+
 def period_runs(key: str) -> Select[tuple[int]]:
     """The runs that worked for the digest of period `key`: a `monitor run` records the period it
     reports before it judges ("period"), and every run that asks for a digest or writes one records it
     under "asks" and "report", so a run that stopped before its digest (every answer invalid) is one."""
     return select(Run.id).where(
+        Run.command.in_(ONE_PERIOD_COMMANDS),
         (Run.counts[("period", "key")].as_string() == key)
         | (Run.counts[("asks", "period")].as_string() == key)
-        | (Run.counts[("report", "period")].as_string() == key)
+        | (Run.counts[("report", "period")].as_string() == key),
     )
 
 
