@@ -173,8 +173,12 @@ def test_period_with_papers_but_nothing_relevant(lite) -> None:
     sample(w)
     w.paper("2604.00001", "Unrelated", dt.date(2026, 4, 7))
     settings = trusted_settings()
-    text = render(settled_digest(lite, settings, resolve_period("2026-W15")), "md", settings)
+    digest = settled_digest(lite, settings, resolve_period("2026-W15"))
+    text = render(digest, "md", settings)
     assert "No relevant papers this period" in text and "1 papers were read" in text
+    plain = render(digest, "txt", settings).splitlines()  # the mail's text part (it read "Tokens: 0.No ...")
+    assert any(line.startswith("Papers: 1 published") and line.endswith("Tokens: 0.") for line in plain)
+    assert "No relevant papers this period." in plain
 
 
 def test_a_period_judged_offline_says_how_much_the_embedded_judge_misses(lite) -> None:

@@ -41,7 +41,7 @@ from monitor.review.rewording import open_views
 from monitor.store.candidates import count_unjudged
 from monitor.store.claims import active_claims, lines_by_claim
 from monitor.store.db import Store
-from monitor.store.digests import period_pairs, period_usage
+from monitor.store.digests import period_pairs, period_usage, unread_by_claim
 from monitor.store.failures import count_parked
 from monitor.store.lines import active_lines, ungrounded_anchors
 from monitor.store.models import Anchor, Claim, Line
@@ -139,7 +139,7 @@ def _urgency(view: ClaimView) -> tuple[int, int, str]:
 
 def _summary(s: Session, settings: Settings, period: Period, claims: list[ClaimView]) -> Summary:
     start, stop = day_range(period)
-    usage = period_usage(s, period.start, period.end, start, stop)
+    usage = period_usage(s, period.start, period.end, start, stop, period.key)
     # Priced as the judge prices its own calls (llm/cost.py): Batch API answers at half price.
     live = (
         usage.prompt_tokens - usage.batch_prompt_tokens,
@@ -204,6 +204,9 @@ def gather_digest(
             for c in claims
         }
         _quote_triage(s, claims, views)
+        for claim_id, unread in unread_by_claim(s, period.start, period.end).items():
+            if claim_id in views:
+                views[claim_id].unread = unread
         line_rows = {ln.id: ln for ln in active_lines(s)}
         anchors = ungrounded_anchors(s)
         summary = _summary(s, settings, period, list(views.values()))

@@ -81,10 +81,19 @@ class ClaimView:
     more_triage: int = 0  # triage papers beyond TRIAGE_PER_CLAIM, not shown
     # How its evidence stands at the period's end: the account `monitor verdicts` and `show` print too.
     evidence: EvidenceSummary = field(default_factory=EvidenceSummary)
+    unread: int = 0  # its candidate pairs of the period that failed or were parked: not read
 
     @property
     def changed(self) -> bool:
         return self.status != self.previous_status
+
+    def evidence_sentence(self) -> str:
+        """Its evidence in one sentence (`EvidenceSummary.sentence`), and what of the period the judge
+        could not read: a claim whose pairs failed never reads "no relevant paper found yet"."""
+        if not self.unread:
+            return self.evidence.sentence()
+        failed = f"{_pairs(self.unread)} of this period failed (the judge's answers were unusable), not read"
+        return f"{self.evidence.sentence()}; {failed}" if self.evidence.related else failed
 
     @property
     def newsworthy(self) -> bool:
@@ -179,6 +188,17 @@ class Summary:
         """The period's pairs not asked yet that `monitor judge` would ask (not those below the cut)."""
         return max(0, self.judging.pending - self.below_cut)
 
+    def evidence_sentence(self) -> str:
+        """The totals over claims (`EvidenceSummary.totals_sentence`), and the period's pairs that
+        failed or were parked: "no claim has a relevant paper" is never said of pairs nobody read."""
+        unread = self.judging.failed + self.judging.parked
+        if not unread:
+            return self.evidence.totals_sentence()
+        failed = f"{_pairs(unread)} of this period failed, not read"
+        if not self.evidence.related:
+            return f"No claim has a relevant paper among the pairs read; {failed}"
+        return f"{self.evidence.totals_sentence()}; {failed}"
+
     @property
     def final(self) -> bool:
         """False when most of the period's pairs failed or were parked: the digest then says what
@@ -203,7 +223,7 @@ class Summary:
             "cost_usd": round(self.cost_usd, 4),
             "judging": self.judging._asdict(),
             "final": self.final,
-            "evidence": self.evidence.as_dict() | {"sentence": self.evidence.totals_sentence()},
+            "evidence": self.evidence.as_dict() | {"sentence": self.evidence_sentence()},
         }
 
 
@@ -239,3 +259,7 @@ class DigestView:
     @property
     def no_relevant(self) -> bool:
         return self.summary.new_evidence == 0 and not self.summary.changed and not self.summary.triaged
+
+
+def _pairs(n: int) -> str:
+    return f"{n} candidate pair{'s' if n != 1 else ''}"
