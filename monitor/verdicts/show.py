@@ -20,6 +20,7 @@ from monitor.store.verdicts import verdict_history
 from monitor.verdicts.rollup import CurrentVerdict, claim_dates, load_evidence, stored_outcome
 from monitor.verdicts.rules import (
     COUNTS,
+    MEANINGS,
     SOURCE,
     UNTESTED,
     WAITS,
@@ -30,6 +31,7 @@ from monitor.verdicts.rules import (
     Thresholds,
     evidence_cutoff,
     standing,
+    strength_scale,
 )
 
 STYLE = {
@@ -37,6 +39,7 @@ STYLE = {
     "CONTESTED": "magenta",
     "PERISHABLE": "yellow",
     "DURABLE": "green",
+    "UNSETTLED": "blue",
     "UNTESTED": "dim",
 }
 
@@ -85,6 +88,7 @@ class ClaimDetail:
     history: list[HistoryLine] = field(default_factory=list)
     for_review: int = 0
     summary: EvidenceSummary | None = None  # None: no verdict computed yet, so nothing summarised
+    scale: str = ""  # the numbers in plain words (rules.strength_scale), printed beside them
 
     @property
     def evidence_sentence(self) -> str:
@@ -144,6 +148,7 @@ def claim_detail(store: Store, settings: Settings, claim_id: str) -> ClaimDetail
             history=history,
             for_review=len(outcome.for_review) if outcome is not None else 0,
             summary=outcome.summary if outcome is not None else None,
+            scale=strength_scale(th),
         )
     for item in sorted(items, key=lambda i: i.published or dt.date.min, reverse=True):
         kind, why = standing(item, cutoff, as_of, th)
@@ -158,7 +163,9 @@ def _quoted(evidence: str) -> str:
 def print_claim(console: Console, d: ClaimDetail) -> None:
     console.print(
         f"[bold]{escape(d.id)}[/]  [{STYLE.get(d.status, '')}]{d.status}[/]"
-        + ("  (retired)" if d.retired else "")
+        + (f": {MEANINGS[d.status]}" if d.status in MEANINGS else "")
+        + ("  (retired)" if d.retired else ""),
+        soft_wrap=True,
     )
     console.print(escape(plain_text(d.text)), soft_wrap=True)
     cutoff = f"papers after {d.cutoff}" if d.cutoff else "every paper"
@@ -166,6 +173,8 @@ def print_claim(console: Console, d: ClaimDetail) -> None:
     for line_id, question in d.lines:
         console.print(f"line {escape(line_id)}: {escape(plain_text(question))}", soft_wrap=True)
     console.print(f"evidence: {escape(d.evidence_sentence)}", soft_wrap=True)
+    if d.scale:
+        console.print(escape(d.scale), soft_wrap=True, style="dim", highlight=False)
     relevant = [e for e in d.evidence if e.item.label != "UNRELATED"]
     unrelated = len(d.evidence) - len(relevant)
     if relevant:
@@ -222,3 +231,6 @@ def print_verdicts(console: Console, rows: list[CurrentVerdict], as_json: bool =
             escape(r.summary),
         )
     console.print(table)
+    # What each verdict shown means: UNSETTLED (papers count) and UNTESTED (none does) read alike.
+    for status in (s for s in MEANINGS if any(r.status == s for r in rows)):
+        console.print(f"{status}: {MEANINGS[status]}", soft_wrap=True, highlight=False)
