@@ -128,7 +128,8 @@ def test_slack_and_json_bodies_are_posted_once_per_period_and_force_posts_again(
     assert list(body["counts"]["verdicts"]) == [
         "OVERTURNED", "CONTESTED", "PERISHABLE", "DURABLE", "UNSETTLED", "UNTESTED"
     ]
-    assert body["verdict_meanings"]["UNSETTLED"] == "papers count toward it, none strong enough yet to move it"
+    unsettled = "papers count toward it, none strong enough yet to move it"
+    assert body["verdict_meanings"]["UNSETTLED"] == unsettled
     assert body["verdict_meanings"]["UNTESTED"] == "no paper counts toward it yet"
     assert body["judging"]["judged"] == result.stats["judging"]["judged"] > 0
     assert body["links"] == {
