@@ -144,8 +144,10 @@ def board(request: Request) -> Response:
 
 def claim(request: Request) -> Response:
     app = _app(request)
+    number = request.query_params.get("page", "1")
     try:
-        page = pages.claim_page(app.store, app.settings, request.path_params["claim_id"])
+        wanted = int(number) if number.isdigit() else 1  # evidence pages stay small (pages.CARDS_PER_PAGE)
+        page = pages.claim_page(app.store, app.settings, request.path_params["claim_id"], wanted)
     except MonitorError as exc:
         return app.refused(request, exc, 404)
     return app.render(request, "claim.html.j2", page=page, plot=layout(page.series))
