@@ -64,8 +64,10 @@ GROUPS = (
     (SOURCE, "The claim's own sources: shown, never counted"),
     (OUT, "Read and found unrelated, or not counted"),
 )
-# Evidence cards a claim page shows at once (each carries its abstract): pages stay small (issue 31).
+# Evidence cards a claim page shows at once (each carries its abstract), and rows of papers read and
+# found unrelated (a title each, folded): pages stay small (issue 31), whatever the claim's history.
 CARDS_PER_PAGE = 25
+UNRELATED_PER_PAGE = 150
 
 
 @dataclass
@@ -164,12 +166,13 @@ def highlight(abstract: str, quote: str) -> Quoted:
 
 
 def label_shown(item: EvidenceItem, kind: str) -> str:
-    """An assessment's label as the board names it: a withheld or waiting stance says so."""
+    """An assessment's label as the board names it: a withheld leaning or a stance waiting for a curator
+    is not stated as a finding."""
     said = f"{item.label} {item.confidence:.2f}"
     if kind == WITHHELD and item.abstained:
-        return f"leans {said}, stance unclear"
+        return f"leans {said}"  # under the "Withheld" heading, its reason beside it
     if kind == WAITS:
-        return f"suggests {said}, waits for a curator"
+        return f"suggests {said}"
     return said
 
 
@@ -241,9 +244,12 @@ def claim_page(store: Store, settings: Settings, claim_id: str, page: int = 1) -
     detail = claim_detail(store, settings, claim_id)
     order = {kind: i for i, (kind, _) in enumerate(GROUPS)}
     ranked = sorted(detail.evidence, key=lambda e: order.get(e.standing, len(GROUPS)))  # stable: newest first
-    pages = max(1, -(-len(ranked) // CARDS_PER_PAGE))
+    related = [e for e in ranked if e.standing != OUT]
+    unrelated = [e for e in ranked if e.standing == OUT]
+    pages = max(1, -(-len(related) // CARDS_PER_PAGE), -(-len(unrelated) // UNRELATED_PER_PAGE))
     page = min(max(1, page), pages)
-    shown = ranked[(page - 1) * CARDS_PER_PAGE : page * CARDS_PER_PAGE]
+    shown = related[(page - 1) * CARDS_PER_PAGE : page * CARDS_PER_PAGE]
+    shown += unrelated[(page - 1) * UNRELATED_PER_PAGE : page * UNRELATED_PER_PAGE]
     totals = {kind: sum(1 for e in ranked if e.standing == kind) for kind, _ in GROUPS}
     with store.session() as s:
         keys = [(e.item.arxiv_id, e.item.version) for e in shown if e.standing != OUT]
@@ -272,7 +278,7 @@ def claim_page(store: Store, settings: Settings, claim_id: str, page: int = 1) -
         wordings,
         page=page,
         pages=pages,
-        related=len(ranked) - totals[OUT],
+        related=len(related),
         scale=detail.scale,
         lines=[(line_id, plain_text(question)) for line_id, question in detail.lines],
     )
