@@ -136,9 +136,11 @@ def test_show_verdicts_and_the_digest_name_unsettled_apart_from_untested_and_exp
     text = render(digest, "md", settings)
     assert "| UNSETTLED | 1 | papers count toward it, none strong enough yet to move it |" in text
     assert "| UNTESTED | 1 | no paper counts toward it yet |" in text
-    assert f"- {digest.scale}" in text and "0.50 is a coin toss" in digest.scale
+    assert f"| UNTESTED | 1 | no paper counts toward it yet |\n\n{digest.scale}\n" in text
+    assert "0.50 is a coin toss" in digest.scale
     # The claim's heading is its whole text, not repeated on the next line.
-    assert "### UNSETTLED (was UNTESTED): RL updates few parameters\n\n- `c_weak` · claim date: 2025 · " in text
+    heading = "### UNSETTLED (was UNTESTED): RL updates few parameters\n\n"
+    assert f"{heading}- `c_weak` · claim date: 2025 · " in text
     assert "UNSETTLED since 2026-03-10 (papers count toward it, none strong enough yet to move it)" in text
     assert text.count("RL updates few parameters") == 3  # heading, its paper's entry, the summary's change
     assert "UNTESTED beside" not in text and "- `c_none` Binary rewards degrade calibration (2025)" in text
