@@ -126,6 +126,14 @@ def test_slack_and_json_bodies_are_posted_once_per_period_and_force_posts_again(
         and body["counts"]["new_evidence"] == result.stats["new_evidence"]
     )
     assert body["counts"]["verdicts"]["CONTESTED"] == 1
+    # Issue 31: six names, each meaning one thing, and what each means travels with them.
+    assert body["schema"] == "claim-monitor.digest-summary/2"
+    assert list(body["counts"]["verdicts"]) == [
+        "OVERTURNED", "CONTESTED", "PERISHABLE", "DURABLE", "UNSETTLED", "UNTESTED"
+    ]
+    unsettled = "papers count toward it, none strong enough yet to move it"
+    assert body["verdict_meanings"]["UNSETTLED"] == unsettled
+    assert body["verdict_meanings"]["UNTESTED"] == "no paper counts toward it yet"
     assert body["judging"]["judged"] == result.stats["judging"]["judged"] > 0
     assert body["links"] == {
         "board": "https://board.example.org/",

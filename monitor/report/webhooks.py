@@ -55,7 +55,9 @@ from monitor.testhooks import pause_at
 
 log = logging.getLogger(__name__)
 
-SCHEMA = "claim-monitor.digest-summary/1"
+# 2: the verdict UNSETTLED (papers count, none strong enough) is told apart from UNTESTED (none counts),
+# and `verdict_meanings` says what each name means.
+SCHEMA = "claim-monitor.digest-summary/2"
 # Slack caps a section's text at 3000 characters: the first changes are listed, the rest counted.
 SLACK_CHANGES_SHOWN = 10
 # A server that asks to wait longer than this is not waited for: the next run posts the digest.
@@ -206,6 +208,7 @@ def summary_payload(
             "pairs_judged": s.pairs_judged,
         },
         "verdict_changes": changes,
+        "verdict_meanings": digest.meanings,
         "links": links,
     }
 
