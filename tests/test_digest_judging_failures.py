@@ -77,12 +77,13 @@ def run_tokens(store) -> list[int]:
 
 def assert_unread_claims_say_so(store, text: str) -> None:
     """Every claim with failed or parked pairs in the digest's period whose evidence the digest states
-    (its list of untested claims: "`ID`, date: sentence") says its pairs were not read, and never
-    "no relevant paper" (claims without news but with a verdict are a table row with no sentence)."""
+    (its list of untested claims, one a line: "- `ID` claim (date): sentence; what was read") says its
+    pairs were not read, and never "no relevant paper" (claims without news but with a verdict are a
+    table row with no sentence)."""
     row = digest_row(store)
     with store.session() as s:
         unread = unread_by_claim(s, row.period_start, row.period_end)
-    stated = {cid: re.search(rf"`{re.escape(cid)}`, [^:]*: ([^)]*)\)", text) for cid in unread}
+    stated = {cid: re.search(rf"^- `{re.escape(cid)}` .*?\): (.*)$", text, re.M) for cid in unread}
     stated = {cid: found[1] for cid, found in stated.items() if found}
     assert stated, "no claim with failed pairs is listed with its evidence"
     for claim_id, sentence in stated.items():

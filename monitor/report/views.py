@@ -143,12 +143,12 @@ class ClaimView:
         were = "was" if r.candidates == 1 else "were"
         if r.all_read_by_llm:
             if not self.evidence.related:
-                return f"no relevant paper found: an LLM judge read its {_pairs(r.candidates)}"
-            return f"an LLM judge read its {_pairs(r.candidates)}"
+                return f"no relevant paper found: an LLM judge read its {_papers(r.candidates)}"
+            return f"an LLM judge read its {_papers(r.candidates)}"
         if r.read_embedded == r.candidates:
-            return f"its {_pairs(r.candidates)} {were} read only by the embedded model (triage, no stance)"
+            return f"its {_papers(r.candidates)} {were} read only by the embedded model (triage, no stance)"
         if r.not_read == r.candidates:
-            return f"its {_pairs(r.candidates)} {were} not read yet"
+            return f"its {_papers(r.candidates)} {were} not read yet"
         parts = []
         if r.read_llm:
             parts.append(f"{r.read_llm:,} read by an LLM judge")
@@ -156,10 +156,10 @@ class ClaimView:
             parts.append(f"{r.read_embedded:,} only by the embedded model (triage, no stance)")
         if r.not_read:
             parts.append(f"{r.not_read:,} not read yet")
-        return f"of its {_pairs(r.candidates)}, " + ", ".join(parts)
+        return f"of its {_papers(r.candidates)}, " + ", ".join(parts)
 
 
-def _pairs(n: int) -> str:
+def _papers(n: int) -> str:
     return "1 candidate paper" if n == 1 else f"{n:,} candidate papers"
 
 
@@ -404,4 +404,4 @@ class DigestView:
 
 
 def _pairs(n: int) -> str:
-    return f"{n} candidate pair{'s' if n != 1 else ''}"
+    return f"{n:,} candidate pair{'s' if n != 1 else ''}"
