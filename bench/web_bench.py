@@ -10,7 +10,8 @@ there too. `review`: on two copies of the store, decides the first `--items` ite
 by confirming each, once in the browser (Playwright driving /usr/bin/chromium, signed in with the
 token) and once through the terminal walk (`monitor review`, one line per key from a pipe); prints
 decisions per minute. Both are scripted, so they measure the tools' own latency, not a reader's.
-`--screenshots DIR` then saves the board and a claim page from the browser's copy as PNGs.
+`--screenshots DIR` then saves the board, a claim page (its top and its evidence) and a paper page from
+the browser's copy as PNGs.
 """
 
 from __future__ import annotations
@@ -142,9 +143,19 @@ def browser_review(base: str, items: int, shots: Path | None) -> float:
         if shots is not None:
             page.goto(base + "/")
             page.screenshot(path=str(shots / "web-board.png"))
+            # A claim whose evidence stands several ways (counts, waits, withheld), if there is one.
+            mixed = page.locator('#board tbody tr:not(:has(td.UNTESTED)):has-text("withheld") a').first
             moved = page.locator("#board tbody tr:not(:has(td.UNTESTED)) a").first
-            (moved if moved.count() else page.locator("#board tbody tr a").first).click()
+            first = page.locator("#board tbody tr a").first
+            (mixed if mixed.count() else moved if moved.count() else first).click()
             page.screenshot(path=str(shots / "web-claim.png"))
+            # Its evidence grouped by standing: where the withheld leanings begin, under their heading.
+            groups = page.locator('h3.group[data-standing="withheld"], h3.group[data-standing="waits"]')
+            heading = groups.first if groups.count() else page.locator("#evidence")
+            heading.evaluate("e => e.scrollIntoView()")
+            page.screenshot(path=str(shots / "web-claim-evidence.png"))
+            page.locator(".card.evidence a").first.click()
+            page.screenshot(path=str(shots / "web-paper.png"), full_page=True)
         browser.close()
     return elapsed
 

@@ -399,6 +399,9 @@ class WebhookSettings(Section):
     timeout_seconds: float = Field(default=10.0, gt=0, le=600)
     max_retries: int = Field(default=3, ge=0, le=20)
     retry_wait_seconds: float = Field(default=2.0, ge=0, le=600)  # first back-off; doubles per attempt
+    # Post to a host on a loopback, link-local or private address (a receiver on this machine or the
+    # LAN): refused unless set, so a URL cannot aim the post at a local admin port or metadata service.
+    allow_private_network: bool = False
 
     @model_validator(mode="after")
     def _one_url(self) -> WebhookSettings:

@@ -200,4 +200,5 @@ def test_one_confirmed_local_label_moves_a_verdict_only_when_decisive(store, dec
     w = World(store)
     w.assess(first.arxiv_id, "c_held", "UNRELATED", 0.9, judge="local")  # a retest: the decision holds
     statuses = {c.claim_id: c.status for c in compute_verdicts(store, settings)}
-    assert statuses["c_held"] == ("DURABLE" if decisive else "UNTESTED")
+    # One plain confirmation counts but moves nothing: UNSETTLED, not UNTESTED (issue 31).
+    assert statuses["c_held"] == ("DURABLE" if decisive else "UNSETTLED")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import email
 import email.policy
 import itertools
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from monitor.errors import JudgeError
 from monitor.schedule.pipeline import RunOptions, run_once
 from monitor.schedule.retest import retest
 from monitor.store import open_store
+from monitor.store.digests import unread_by_claim
 from monitor.store.records import Digest, Run
 
 # The scripted LLM server, the small snapshot and the aiosmtpd mailbox of the run fault tests.
@@ -67,6 +69,28 @@ def digest_row(store) -> Digest:
         return s.scalars(select(Digest)).one()
 
 
+def run_tokens(store) -> list[int]:
+    """What each run spent, as `monitor runs` shows it."""
+    with store.session() as s:
+        return [r.tokens for r in s.scalars(select(Run).order_by(Run.id))]
+
+
+def assert_unread_claims_say_so(store, text: str) -> None:
+    """Every claim with failed or parked pairs in the digest's period whose evidence the digest states
+    (its list of untested claims, one a line: "- `ID` claim (date): sentence; what was read") says its
+    pairs were not read, and never "no relevant paper" (claims without news but with a verdict are a
+    table row with no sentence)."""
+    row = digest_row(store)
+    with store.session() as s:
+        unread = unread_by_claim(s, row.period_start, row.period_end)
+    stated = {cid: re.search(rf"^- `{re.escape(cid)}` .*?\): (.*)$", text, re.M) for cid in unread}
+    stated = {cid: found[1] for cid, found in stated.items() if found}
+    assert stated, "no claim with failed pairs is listed with its evidence"
+    for claim_id, sentence in stated.items():
+        assert f"{unread[claim_id]} candidate pair" in sentence and "failed" in sentence, sentence
+        assert "no relevant paper" not in sentence, sentence
+
+
 def run_statuses(store) -> list[str]:
     with store.session() as s:
         return [r.status for r in s.scalars(select(Run).order_by(Run.id))]
@@ -96,6 +120,12 @@ def test_a_judge_that_failed_on_most_pairs_writes_an_unmailed_digest_that_says_s
     assert f"**{tally['failed']} failed**" in text
     assert "none bears" not in text and "No relevant papers" not in text
     assert run_statuses(store) == ["failed"]
+    # Issue 33, item 12: the cost line counts what the run spent on the answers that failed too (it
+    # counted the one good answer), and a claim whose pairs failed says so, never "no relevant paper".
+    spent = run_tokens(store)
+    assert row.stats["tokens"] == sum(spent) > 0, (row.stats["tokens"], spent)
+    assert f"- Tokens spent: {sum(spent):,}" in text
+    assert_unread_claims_say_so(store, text)
 
     # The server recovers: the next run judges what failed, rewrites the digest and mails it then.
     llm.default = answering("UNRELATED", evidence="")
@@ -104,6 +134,7 @@ def test_a_judge_that_failed_on_most_pairs_writes_an_unmailed_digest_that_says_s
     again = digest_row(store)
     assert again.id == row.id and again.stats["final"] is True and again.sent_at is not None
     assert again.stats["judging"]["judged"] == again.stats["judging"]["pairs"] == tally["pairs"]
+    assert again.stats["tokens"] == sum(run_tokens(store))  # the failed run's tokens stay the period's
     (message,) = box.messages
     body = email.message_from_bytes(message, policy=email.policy.default).get_body(("plain",)).get_content()
     assert "NOT FINAL" not in body
@@ -133,7 +164,12 @@ def test_a_period_whose_pairs_were_all_parked_is_not_a_quiet_week(
     assert row.sent_at is None and box.messages == []
     text = Path(row.markdown_path).read_text(encoding="utf-8")
     assert f"**{tally['parked']} parked**" in text and "none bears" not in text
-    assert "- Tokens spent: 0\n" in text and "0- **" not in text  # the missing newline
+    # Issue 33, item 12: the first run spent tokens on invalid answers only; the digest said 0.
+    spent = run_tokens(store)
+    assert spent[0] > 0 and row.stats["tokens"] == sum(spent), (row.stats["tokens"], spent)
+    assert f"- Tokens spent: {sum(spent):,}" in text and "0- **" not in text  # the missing newline
+    assert "No claim has a relevant paper yet" not in text
+    assert_unread_claims_say_so(store, text)
     assert run_statuses(store) == ["failed", "failed"]
 
     # A retest asks the parked pairs again; the next run then writes the final digest and mails it.

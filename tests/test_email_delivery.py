@@ -407,7 +407,10 @@ def test_monitor_report_settles_once_and_the_digest_mail_and_webhook_only_read(
     with ScriptedLLM() as hooks:
         hooks.default = lambda _request: Reply(200, "ok")
         url = hooks.url.removesuffix("/v1") + "/hook"
-        monkeypatch.setenv("MONITOR_REPORT__WEBHOOKS", json.dumps([{"kind": "json", "url": url}]))
+        monkeypatch.setenv(
+            "MONITOR_REPORT__WEBHOOKS",
+            json.dumps([{"kind": "json", "url": url, "allow_private_network": True}]),
+        )
         args = ["report", "--period", "2026-W11", "--email", "--notify"]
         code, out, err = main_in_process(args, db_url, tmp_path, monkeypatch, capsys)
         assert code == 0, (out, err)
@@ -450,7 +453,11 @@ def test_a_webhook_post_of_an_already_posted_digest_settles_nothing(store, tmp_p
         hooks.default = lambda _request: Reply(200, "ok")
         url = hooks.url.removesuffix("/v1") + "/hook"
         settings.report = settings.report.model_copy(
-            update={"webhooks": [WebhookSettings(kind="json", url=url, retry_wait_seconds=0.01)]}
+            update={
+                "webhooks": [
+                    WebhookSettings(kind="json", url=url, retry_wait_seconds=0.01, allow_private_network=True)
+                ]
+            }
         )
         with recorded_run(store, "run") as run:
             settled_write(store, settings, "2026-W11", run_id=run.id)

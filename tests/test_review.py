@@ -57,13 +57,13 @@ def test_a_decisive_confirmation_moves_the_verdict_and_survives_rejudging(store)
     w = world(store)
     w.paper("2509.00001", "Dense RL", dt.date(2025, 9, 1), abstract=ABSTRACT)
     weak = w.assess("2509.00001", "c1", "OVERTURNS", 0.6, evidence=QUOTE)
-    assert status(store, settings) == "UNTESTED"  # one weak label moves nothing
+    assert status(store, settings) == "UNSETTLED"  # one weak label counts, moves nothing
     [item] = review_queue(store, settings)
     assert item.assessment_id == weak and item.reason == REASONS[1] and item.abstract == ABSTRACT
     done = record(store, weak, label="O", note="read the paper: dense")
     assert (done.action, done.from_label, done.label) == ("confirm", "OVERTURNS", "OVERTURNS")
     # One confirmation weighs CURATOR_WEIGHT (0.7): one keypress never overturns a claim (issue 21).
-    assert status(store, settings) == "UNTESTED"
+    assert status(store, settings) == "UNSETTLED"
     assert review_queue(store, settings) == []
     done = record(store, weak, label="O", decisive=True, note="read it: this settles it")
     assert done.decisive
@@ -128,12 +128,12 @@ def test_embedded_judges_relaxes_waits_for_confirmation(store) -> None:
     queue = review_queue(store, settings)
     assert [i.reason for i in queue] == [REASONS[0], REASONS[0]]
     record(store, ids[0], label="R")
-    assert status(store, settings) == "UNTESTED"  # one confirmed paper (0.7) moves nothing alone
+    assert status(store, settings) == "UNSETTLED"  # one confirmed paper (0.7) counts, moves nothing
     record(store, ids[1], label="R")
     assert status(store, settings) == "PERISHABLE"  # two: 1 - 0.3 * 0.3 = 0.91
     settings.verdicts.confirm_judges = []
     record(store, ids[0], dismiss=True)
-    assert status(store, settings) == "UNTESTED"  # one RELAXES (confirmed: 0.7) is too weak
+    assert status(store, settings) == "UNSETTLED"  # one RELAXES (confirmed: 0.7) is too weak
     w.paper("2509.00003", "Relaxing 3", dt.date(2025, 9, 3), abstract=ABSTRACT)
     w.assess("2509.00003", "c1", "RELAXES", 0.9, evidence=QUOTE, judge="local")
     assert status(store, settings) == "PERISHABLE"  # published unreviewed when nobody must confirm
@@ -230,6 +230,7 @@ def test_cli_set_list_and_the_interactive_walk(db_url: str, tmp_path: Path) -> N
     def monitor(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
         return cli(*args, environ=env, cwd=tmp_path, stdin=stdin)
 
+    assert monitor("verdicts").returncode == 0  # the verdicts before any decision: UNSETTLED
     listed = monitor("review", "list", "--json")
     assert listed.returncode == 0, listed.stderr
     assert [row["assessment_id"] for row in json.loads(listed.stdout)][0] == first
@@ -343,4 +344,5 @@ def test_a_confirmed_relaxes_names_its_condition_in_the_digest(store) -> None:
     record(store, aid, label="R")
     text_md = render(settled_digest(store, settings, resolve_period("2026-W11")), "md", settings)
     assert "**Narrower than stated?** Confirmed RELAXES evidence names the condition:" in text_md
-    assert f"> {QUOTE} — [Only at small scale](https://arxiv.org/abs/2603.20001v1)" in text_md
+    # The paper is listed once, with its quote, below the claim: the condition names it by number.
+    assert "- paper 1 below" in text_md and text_md.count(f"> {QUOTE}") == 1

@@ -250,3 +250,33 @@ def test_propose_waits_for_the_run_lock_and_asks_nothing_meanwhile(tmp_path: Pat
     done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
     assert done.returncode == 0 and len(llm.chat_requests()) == 1, done.stderr
     store.close()
+
+
+def test_the_walk_asks_for_wordings_only_under_the_run_lock(tmp_path: Path, llm) -> None:
+    """`monitor review` confirms a RELAXES, then asks the LLM for a wording: a paid call, so under the
+    run lock like every command that calls an LLM (issue 33, item 2); a run holding it: asked later."""
+    from monitor.schedule.lock import RunLock
+
+    url = f"sqlite:///{tmp_path / 'monitor.db'}"
+    store = open_store(url)
+    w = World(store)
+    w.line("l1", "Where does RL act?")
+    cid = "c-000000000001"
+    w.claim(cid, CLAIM, ("l1",), "2025-05", dt.date(2025, 5, 1), dt.date(2025, 5, 31), "month")
+    w.paper("2603.00001", "Dense RL at scale", dt.date(2026, 3, 10), abstract=ABSTRACT)
+    w.assess("2603.00001", cid, "RELAXES", 0.7, evidence=QUOTE)  # waits for a curator
+    env = dict(os.environ, MONITOR_DATABASE__URL=url, MONITOR_JUDGE__BASE_URL=llm.url, **TRUSTED_ENV)
+    env.pop("MONITOR_CONFIG", None)
+    held = RunLock(store)  # a run is judging: proposing now would pay beside it
+    held.acquire()
+    try:
+        walked = cli("review", environ=env, cwd=tmp_path, stdin="y\n")
+    finally:
+        held.release()
+    assert walked.returncode == 0, walked.stderr
+    assert "confirmed 1" in walked.stdout and "wordings not proposed now" in walked.stdout, walked.stdout
+    assert "run lock" in walked.stdout and llm.chat_requests() == []
+    llm.push(reply())
+    proposed = cli("review", "reword", "propose", environ=env, cwd=tmp_path)
+    assert proposed.returncode == 0 and len(llm.chat_requests()) == 1, proposed.stderr
+    store.close()

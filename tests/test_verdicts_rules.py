@@ -16,6 +16,7 @@ from monitor.verdicts.rules import (
     OVERTURNED,
     PERISHABLE,
     RELABELLED,
+    UNSETTLED,
     UNTESTED,
     WEAK_SIDE_CAP,
     ClaimDate,
@@ -79,7 +80,7 @@ def test_ungrounded_evidence_never_counts() -> None:
 
 def test_one_weak_label_moves_nothing_two_papers_do() -> None:
     first = item("RELAXES", 0.6, dt.date(2025, 8, 1))
-    assert decide([first], TH, MAY_2025).status == UNTESTED  # strength 0.6
+    assert decide([first], TH, MAY_2025).status == UNSETTLED  # strength 0.6: counts, moves nothing
     second = item("RELAXES", 0.6, dt.date(2025, 8, 2))
     out = decide([first, second], TH, MAY_2025)  # 1 - 0.4 * 0.4 = 0.84
     assert out.status == PERISHABLE
@@ -91,7 +92,7 @@ def test_a_paper_counts_once_however_many_labels_it_has() -> None:
     one = item("RELAXES", 0.6, dt.date(2025, 8, 1), arxiv_id="2608.00001")
     again = item("RELAXES", 0.6, dt.date(2025, 8, 1), arxiv_id="2608.00001", judge="local")
     out = decide([one, again], TH, MAY_2025)
-    assert out.status == UNTESTED
+    assert out.status == UNSETTLED
     assert out.strength["AGAINST"] == pytest.approx(0.6)
 
 
@@ -99,7 +100,7 @@ def test_confidence_is_capped_at_the_judges_measured_precision() -> None:
     # The local judge's SUPPORTS is right 70% of the time: a 0.95 from it weighs 0.7.
     published = replace(TH, confirm_judges=frozenset())  # its labels count unreviewed
     sure = item("SUPPORTS", 0.95, dt.date(2025, 8, 1), judge="local")
-    assert decide([sure], published, MAY_2025).status == UNTESTED
+    assert decide([sure], published, MAY_2025).status == UNSETTLED
     other = item("SUPPORTS", 0.95, dt.date(2025, 8, 3), judge="local")
     out = decide([sure, other], published, MAY_2025)  # 1 - 0.3 * 0.3 = 0.91
     assert out.status == DURABLE
@@ -228,11 +229,11 @@ def test_the_worked_examples_in_docs_verdicts_md_hold_with_the_shipped_precision
     day = dt.date(2025, 9, 1)
     assert decide([item("SUPPORTS", 0.95, day)], th, MAY_2025).status == DURABLE  # 1
     relax = item("RELAXES", 0.6, day)
-    assert decide([relax], th, MAY_2025).status == UNTESTED  # 2
+    assert decide([relax], th, MAY_2025).status == UNSETTLED  # 2
     assert decide([relax, item("RELAXES", 0.6, day)], th, MAY_2025).status == PERISHABLE
     sure = item("OVERTURNS", 0.99, day)
     out = decide([sure], th, MAY_2025)  # 3
-    assert out.status == UNTESTED and out.for_review == [sure]
+    assert out.status == UNSETTLED and out.for_review == [sure]
     assert decide([sure, item("OVERTURNS", 0.8, day)], th, MAY_2025).status == OVERTURNED
     both = [item("SUPPORTS", 0.9, day), item("OVERTURNS", 0.9, day), item("OVERTURNS", 0.9, day)]
     assert decide(both, th, MAY_2025).status == CONTESTED  # 4
@@ -240,7 +241,7 @@ def test_the_worked_examples_in_docs_verdicts_md_hold_with_the_shipped_precision
     two_local = [local, item("SUPPORTS", 0.9, day, judge="local")]
     assert decide(two_local, th, MAY_2025).status == UNTESTED  # 5: waits for a curator
     published = replace(th, confirm_judges=frozenset())
-    assert decide([local], published, MAY_2025).status == UNTESTED
+    assert decide([local], published, MAY_2025).status == UNSETTLED
     assert decide(two_local, published, MAY_2025).status == DURABLE
 
 
@@ -257,14 +258,14 @@ def test_worked_examples_7_and_8_a_curator_label_and_a_claims_own_source() -> No
     first = item("SUPPORTS", 0.9, day, judge="local")
     second = item("SUPPORTS", 0.9, day, judge="local")
     assert th.weight(confirmed(first)) == pytest.approx(0.76)  # the judge's own weight, above 0.7
-    assert decide([confirmed(first)], th, MAY_2025).status == UNTESTED  # one keypress moves nothing
+    assert decide([confirmed(first)], th, MAY_2025).status == UNSETTLED  # one keypress moves nothing
     both = decide([confirmed(first), confirmed(second)], th, MAY_2025)
     assert both.status == DURABLE and both.strength["SUPPORTS"] == pytest.approx(1 - 0.24**2)
     assert decide([confirmed(first, decisive=True)], th, MAY_2025).status == DURABLE
     missed = item("UNRELATED", 0.9, day)
     relabelled = replace(missed, label="OVERTURNS", review=RELABELLED, model_label="UNRELATED")
     assert th.weight(relabelled) == CURATOR_WEIGHT == 0.7
-    assert decide([relabelled], th, MAY_2025).status == UNTESTED
+    assert decide([relabelled], th, MAY_2025).status == UNSETTLED
     assert decide([replace(relabelled, decisive=True)], th, MAY_2025).status == OVERTURNED
     # 8: the paper the note summarises is its source: shown, never counted.
     own = replace(item("SUPPORTS", 0.95, day), source="this note's paper: the note names it, DARLING")
@@ -291,7 +292,7 @@ def test_the_evidence_summary_counts_distinct_papers_by_standing() -> None:
         "2 papers count (1 SUPPORTS, 1 RELAXES); 1 paper waits for a curator; "
         "3 papers withheld (1 stance unclear, 1 ungrounded, 1 too unsure)"
     )
-    assert decide([], TH, MAY_2025).summary.sentence() == "no relevant paper found yet"
+    assert decide([], TH, MAY_2025).summary.sentence() == "no paper judged relevant yet"
 
 
 def test_counting_between_is_the_evidence_that_counts_in_a_period() -> None:
@@ -325,10 +326,10 @@ def test_strength_weighs_a_label_and_weak_papers_alone_move_nothing() -> None:
     assert decide([direct], TH, MAY_2025).status == DURABLE  # 0.85 >= 0.8
     indirect = replace(item("SUPPORTS", 0.85, day), strength="indirect")
     assert decide([indirect], TH, MAY_2025).strength["SUPPORTS"] == pytest.approx(0.85 * 0.75)
-    assert decide([indirect], TH, MAY_2025).status == UNTESTED
+    assert decide([indirect], TH, MAY_2025).status == UNSETTLED  # it counts, and moves nothing alone
     weak = [replace(item("RELAXES", 0.9, day), strength="weak") for _ in range(8)]
     alone = decide(weak, TH, MAY_2025)
-    assert alone.status == UNTESTED and alone.strength["AGAINST"] == pytest.approx(WEAK_SIDE_CAP)
+    assert alone.status == UNSETTLED and alone.strength["AGAINST"] == pytest.approx(WEAK_SIDE_CAP)
     with_one = decide([*weak, replace(item("RELAXES", 0.5, day), strength="indirect")], TH, MAY_2025)
     assert with_one.status == PERISHABLE and with_one.strength["AGAINST"] > 0.9
 
@@ -343,3 +344,33 @@ def test_a_second_reading_pending_withholds_and_a_disagreement_waits_for_a_curat
     assert out.status == UNTESTED and out.summary.waiting == 2 and len(out.held) == 2
     agreed = replace(pending, second_look="agreed")
     assert decide([agreed, replace(agreed, arxiv_id="2601.99998")], TH, MAY_2025).status == OVERTURNED
+
+
+def test_evidence_that_counts_but_moves_nothing_is_unsettled_never_untested() -> None:
+    """Issue 31: "UNTESTED" beside "2 papers count" read as a contradiction; UNTESTED now means no
+    paper counts, UNSETTLED that some do but no side is strong enough."""
+    from monitor.verdicts.rules import MEANINGS, STATUSES
+
+    weak = item("RELAXES", 0.5, dt.date(2025, 8, 1))
+    out = decide([weak, item("SUPPORTS", 0.5, dt.date(2025, 8, 3))], TH, MAY_2025)
+    assert out.status == UNSETTLED and out.movers == []
+    assert out.summary.sentence() == "2 papers count (1 SUPPORTS, 1 RELAXES)"
+    assert out.last_changed == dt.date(2025, 8, 1)  # the day the first paper counted
+    # Papers that wait for a curator, withheld ones and the claim's own source count for nothing.
+    waiting = item("SUPPORTS", 0.9, dt.date(2025, 8, 1), judge="local")
+    unclear = replace(item("RELAXES", 0.4, dt.date(2025, 8, 2), judge="local"), abstained=True)
+    own = replace(item("SUPPORTS", 0.95, dt.date(2025, 8, 3)), source="an anchor of its line")
+    out = decide([waiting, unclear, own], TH, MAY_2025)
+    assert out.status == UNTESTED and out.last_changed is None
+    assert decide([], TH, MAY_2025).status == UNTESTED
+    assert STATUSES.index(UNSETTLED) == STATUSES.index(UNTESTED) - 1
+    assert set(MEANINGS) == set(STATUSES)
+
+
+def test_the_strength_scale_sentence_names_the_thresholds_in_force() -> None:
+    from monitor.verdicts.rules import strength_scale
+
+    shipped = strength_scale(Thresholds())
+    assert "0.50 is a coin toss" in shipped and "A side at 0.80 moves a verdict" in shipped
+    assert "OVERTURNS at 0.90 makes it OVERTURNED" in shipped and "UNSETTLED" in shipped
+    assert "A side at 0.70" in strength_scale(Thresholds(move=0.7))

@@ -82,7 +82,7 @@ def test_a_curator_filters_reads_a_claim_and_confirms_a_label_in_the_browser(ser
     page.click("#filters button")
     assert page.locator("#board tbody tr").count() == 1
     page.click('tr[data-claim="c_sparse"] a')
-    assert page.locator("#status").inner_text() == "CONTESTED"
+    assert page.locator("#status").inner_text().startswith("CONTESTED — strong evidence")
     assert page.locator("svg#strength-plot polyline.series").count() == 3
     assert page.locator("svg#strength-plot line.change").count() >= 1
 

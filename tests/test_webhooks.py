@@ -12,6 +12,7 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,6 +34,8 @@ from monitor.store.records import Digest
 
 SECRET = "T0001/B0002/xoxb-sEcReT-wEbHoOk-token"
 SECRET_URL = f"https://hooks.example.org/services/{SECRET}"
+PASSWORD = "hunter2-pAsSwOrD"
+LOCAL = {"allow_private_network": True}  # the receiver listens on 127.0.0.1
 llm, snapshot = faults.llm, faults.snapshot  # the scripted judge and the small snapshot of the run tests
 
 
@@ -69,7 +72,7 @@ def hook_url(server: ScriptedLLM, path: str = f"/services/{SECRET}") -> str:
 def hook_settings(tmp_path: Path, *hooks: dict[str, object], **report: object) -> Settings:
     settings = trusted_settings()
     settings.paths.reports = tmp_path / "reports"
-    defaults = {"retry_wait_seconds": 0.01, "timeout_seconds": 5}
+    defaults = {"retry_wait_seconds": 0.01, "timeout_seconds": 5, "allow_private_network": True}
     webhooks = [WebhookSettings(**{**defaults, **h}) for h in hooks]
     settings.report = settings.report.model_copy(update={"webhooks": webhooks, **report})
     return settings
@@ -123,6 +126,14 @@ def test_slack_and_json_bodies_are_posted_once_per_period_and_force_posts_again(
         and body["counts"]["new_evidence"] == result.stats["new_evidence"]
     )
     assert body["counts"]["verdicts"]["CONTESTED"] == 1
+    # Issue 31: six names, each meaning one thing, and what each means travels with them.
+    assert body["schema"] == "claim-monitor.digest-summary/2"
+    assert list(body["counts"]["verdicts"]) == [
+        "OVERTURNED", "CONTESTED", "PERISHABLE", "DURABLE", "UNSETTLED", "UNTESTED"
+    ]
+    unsettled = "papers count toward it, none strong enough yet to move it"
+    assert body["verdict_meanings"]["UNSETTLED"] == unsettled
+    assert body["verdict_meanings"]["UNTESTED"] == "no paper counts toward it yet"
     assert body["judging"]["judged"] == result.stats["judging"]["judged"] > 0
     assert body["links"] == {
         "board": "https://board.example.org/",
@@ -310,7 +321,7 @@ def test_cli_notify_a_400_exits_8_keeps_the_digest_and_never_shows_the_url(
     sample(World(store))
     monkeypatch.setenv("MONITOR_SLACK_URL", hook_url(server))
     monkeypatch.setenv(
-        "MONITOR_REPORT__WEBHOOKS", json.dumps([{"kind": "slack", "url_env": "MONITOR_SLACK_URL"}])
+        "MONITOR_REPORT__WEBHOOKS", json.dumps([{"kind": "slack", "url_env": "MONITOR_SLACK_URL", **LOCAL}])
     )
     server.push(Reply(400, "invalid_payload"))
     caplog.set_level(logging.DEBUG)
@@ -344,7 +355,7 @@ def test_the_webhook_url_is_in_no_output_of_the_command(sqlite_url, server, tmp_
         MONITOR_PATHS__REPORTS=str(tmp_path / "reports"),
         MONITOR_SLACK_URL=hook_url(server),
         MONITOR_REPORT__WEBHOOKS=json.dumps(
-            [{"kind": "slack", "url_env": "MONITOR_SLACK_URL", "retry_wait_seconds": 0.01}]
+            [{"kind": "slack", "url_env": "MONITOR_SLACK_URL", "retry_wait_seconds": 0.01, **LOCAL}]
         ),
         **TRUSTED_ENV,
     )
@@ -369,7 +380,7 @@ def test_monitor_run_posts_a_final_digest_once_and_a_failed_judges_digest_never(
     from monitor.store import open_store
 
     llm.default = failures.first_call_then_garbage()  # most pairs fail: a digest that is not final
-    hooks = {"webhooks": [{"kind": "json", "url": hook_url(server), "retry_wait_seconds": 0.01}]}
+    hooks = {"webhooks": [{"kind": "json", "url": hook_url(server), "retry_wait_seconds": 0.01, **LOCAL}]}
     settings = make_settings(tmp_path, sqlite_url, judge=faults.judge_options(llm), report=hooks)
     store = open_store(sqlite_url)
     with pytest.raises(JudgeError):
@@ -402,3 +413,189 @@ def test_a_bad_webhook_entry_is_a_config_error_naming_it_without_its_url(tmp_pat
     with pytest.raises(ConfigError, match="report.webhooks.0") as failure:
         load_settings(path)
     assert problem in str(failure.value) and SECRET not in str(failure.value)
+
+
+def slow_hook(server: ScriptedLLM, seconds: float | None) -> threading.Event:
+    """The receiver keeps every body, then answers only after `seconds` (None: not before the test
+    ends): a slow gateway that did take the digest. Set the returned event to let it answer."""
+    release = threading.Event()
+
+    def respond(_request: object) -> Reply:
+        release.wait(seconds if seconds is not None else 120)
+        return Reply(200, "ok")
+
+    server.default = respond
+    return release
+
+
+@pytest.mark.parametrize("seconds", [3.0, None], ids=["answers-after-3s", "never-answers"])
+def test_a_webhook_that_answers_after_the_timeout_gets_one_copy_until_forced(
+    store, db_url, server, tmp_path, monkeypatch, capsys, caplog, seconds
+) -> None:
+    """Issue 33, item 3: the body went out in full and no answer came within `timeout_seconds`: maybe
+    delivered, so recorded, not retried and not posted again by later commands until `--force` (before:
+    4 copies a command, exit 8, nothing recorded; a second command 4 more)."""
+    sample(World(store))
+    caplog.set_level(logging.WARNING)
+    release = slow_hook(server, seconds)
+    monkeypatch.setenv("MONITOR_SLACK_URL", hook_url(server))
+    hook = {"kind": "slack", "url_env": "MONITOR_SLACK_URL", "timeout_seconds": 1, "max_retries": 3, **LOCAL}
+    monkeypatch.setenv("MONITOR_REPORT__WEBHOOKS", json.dumps([{**hook, "retry_wait_seconds": 0.01}]))
+    args = ["report", "--period", "2026-W11", "--notify"]
+    try:
+        code, out, err = main_in_process(args, db_url, tmp_path, monkeypatch, capsys)
+        assert code == 8, (out, err)
+        assert len(server.requests) == 1, f"{len(server.requests)} copies"
+        assert "may have been delivered" in err and "--notify --force" in err, err
+        caplog.clear()
+        code, out, err = main_in_process(args, db_url, tmp_path, monkeypatch, capsys)
+        assert code == 0, (out, err)
+        assert len(server.requests) == 1, f"{len(server.requests)} copies"
+        assert "may have been delivered" in caplog.text and "--notify --force" in caplog.text
+        assert "not posted" in out and "may have been delivered" in out, (out, err)
+        code, out, _ = main_in_process(["runs", "--json"], db_url, tmp_path, monkeypatch, capsys)
+        second, first = json.loads(out)[:2]
+        assert any("may have been delivered" in e for e in first["errors"]), first
+        assert any("may have been delivered" in w for w in second["warnings"]), second
+    finally:
+        release.set()
+    with store.session() as s:
+        row = s.query(Digest).one()
+        [(key, note)] = row.stats[WEBHOOKS_POSTED].items()
+        assert note["status"] is None and "no answer" in note["unconfirmed"]
+        assert SECRET not in json.dumps(row.stats)
+    server.default = lambda _request: Reply(200, "ok")
+    code, out, err = main_in_process([*args, "--force"], db_url, tmp_path, monkeypatch, capsys)
+    assert code == 0 and "posted to" in out, (out, err)
+    assert len(server.requests) == 2
+    assert posted(store, row.id)[key] == {"at": posted(store, row.id)[key]["at"], "status": 200}
+
+
+def test_a_run_does_not_post_again_what_may_have_been_delivered_and_says_so(lite, server, tmp_path) -> None:
+    """`monitor run`'s webhook step (pipeline.webhook_step) over a digest whose post got no answer."""
+    from monitor.schedule.pipeline import webhook_step
+    from monitor.store.runs import recorded_run
+
+    sample(World(lite))
+    release = slow_hook(server, None)
+    settings = hook_settings(tmp_path, {"kind": "json", "url": hook_url(server), "timeout_seconds": 1})
+    try:
+        with pytest.raises(DeliveryError, match="may have been delivered"), recorded_run(lite, "run") as run:
+            settled_write(lite, settings, "2026-W11", run_id=run.id)
+            webhook_step(lite, settings)
+        with recorded_run(lite, "run") as rerun:
+            settled_write(lite, settings, "2026-W11", run_id=rerun.id)
+            again = webhook_step(lite, settings)
+            rerun.record(again)
+    finally:
+        release.set()
+    assert again.digest_ids == [] and len(server.requests) == 1
+    assert rerun.counts["webhooks"]["unconfirmed"] == 1
+    assert any("may have been delivered" in w and "--notify --force" in w for w in rerun.warnings)
+
+
+def test_a_refused_connection_is_still_retried(lite, tmp_path, caplog) -> None:
+    """Nothing was sent: not a maybe-delivery, so retried (the other side of the line drawn above)."""
+    import socket
+
+    sample(World(lite))
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    hook = {"kind": "json", "url": f"http://127.0.0.1:{port}/h", "max_retries": 2}
+    settings = hook_settings(tmp_path, hook)
+    result = settled_write(lite, settings, "2026-W11")
+    with caplog.at_level(logging.WARNING), pytest.raises(DeliveryError, match="Refused") as failure:
+        notify_digest(lite, settings, result.digest_id)
+    assert "attempt 2 failed" in caplog.text  # three tries
+    assert "may have been delivered" not in str(failure.value)
+    assert posted(lite, result.digest_id) == {}
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        (f"https://hooks.example.org/services/{SECRET}\r\nX-Injected: 1", "a space, control or non-ASCII"),
+        (f"https://hooks.example.org/services/{SECRET} x", "a space, control or non-ASCII"),
+        (f"https://hooks.example.org/services/{SECRET}\x1b[2J", "a space, control or non-ASCII"),
+        (f"https://hooks.example.org/services/{SECRET}é", "a space, control or non-ASCII"),
+        (f"https://ops:pw-{PASSWORD}@hooks.example.org/services/{SECRET}", "a user name or password"),
+    ],
+    ids=["crlf", "space", "escape", "non-ascii", "user-password"],
+)
+def test_a_webhook_url_that_cannot_be_posted_to_as_written_is_refused_without_showing_it(
+    store, db_url, server, tmp_path, monkeypatch, capsys, url, problem
+) -> None:
+    """Issue 33, item 13: a CR/LF printed the URL's path (its secret) in the error; `user:pass@` failed as
+    "Name or service not known"; a non-ASCII character raised a traceback. Refused before any post."""
+    sample(World(store))
+    monkeypatch.setenv("MONITOR_SLACK_URL", url)
+    monkeypatch.setenv(
+        "MONITOR_REPORT__WEBHOOKS",
+        json.dumps([{"kind": "slack", "url_env": "MONITOR_SLACK_URL", "name": "lab"}]),
+    )
+    code, out, err = main_in_process(
+        ["report", "--period", "2026-W11", "--notify"], db_url, tmp_path, monkeypatch, capsys
+    )
+    assert code == 2, (out, err)
+    assert "report.webhooks[0] (lab)" in err and problem in err, err
+    assert SECRET not in out + err and "/services/" not in out + err and PASSWORD not in out + err
+    assert server.requests == []
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "127.0.0.1",
+        "localhost",
+        "[::1]",
+        "10.1.2.3",
+        "192.168.0.10",
+        "169.254.169.254",
+        "0.0.0.0",
+        "[fe80::1]",
+    ],
+)
+def test_a_webhook_to_a_local_or_private_address_is_refused_unless_allowed(lite, tmp_path, host) -> None:
+    """Issue 33, item 13: a webhook URL could point the post at a local admin port or a cloud metadata
+    address; refused before connecting unless the webhook sets `allow_private_network = true`."""
+    sample(World(lite))
+    settings = hook_settings(
+        tmp_path,
+        {"kind": "json", "url": f"http://{host}:8080/hooks/{SECRET}", "allow_private_network": False},
+    )
+    result = settled_write(lite, settings, "2026-W11")
+    with pytest.raises(ConfigError, match="allow_private_network = true") as failure:
+        notify_digest(lite, settings, result.digest_id)
+    assert "report.webhooks[0]" in str(failure.value) and SECRET not in str(failure.value)
+    assert posted(lite, result.digest_id) == {}
+
+
+def test_allow_private_network_lets_a_webhook_post_to_a_local_receiver(lite, server, tmp_path) -> None:
+    sample(World(lite))
+    url = hook_url(server)
+    refused = hook_settings(tmp_path, {"kind": "json", "url": url, "allow_private_network": False})
+    result = settled_write(lite, refused, "2026-W11")
+    with pytest.raises(ConfigError, match="loopback"):
+        notify_digest(lite, refused, result.digest_id)
+    assert server.requests == []
+    allowed = hook_settings(tmp_path, {"kind": "json", "url": url, "allow_private_network": True})
+    assert len(notify_digest(lite, allowed, result.digest_id)) == 1 and len(server.requests) == 1
+
+
+def test_monitor_run_refuses_a_bad_webhook_before_it_fetches_or_judges(
+    tmp_path, sqlite_url, snapshot
+) -> None:
+    from monitor.schedule.pipeline import RunOptions, run_once
+    from monitor.store import open_store
+    from monitor.store.models import Paper
+
+    hooks = {"webhooks": [{"kind": "json", "url": f"http://ops:{PASSWORD}@hooks.example.org/x"}]}
+    settings = make_settings(tmp_path, sqlite_url, report=hooks)
+    store = open_store(sqlite_url)
+    with pytest.raises(ConfigError, match="a user name or password") as failure:
+        run_once(store, settings, RunOptions(source=str(snapshot)))
+    assert PASSWORD not in str(failure.value)
+    with store.session() as s:
+        assert s.query(Paper).count() == 0  # refused before the fetch
+    store.close()

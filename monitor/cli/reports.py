@@ -88,7 +88,15 @@ def report_command(
     """Write the digest for a period (default: the last complete ISO week); optionally mail and post it."""
     from monitor.report.digest import choose_period
     from monitor.report.show import check_formats, print_digest_result
-    from monitor.schedule.pipeline import SettledPeriods, ask_step, deliver_digest, outcomes_step, report_step
+    from monitor.schedule.lock import run_lock
+    from monitor.schedule.pipeline import (
+        SettledPeriods,
+        ask_step,
+        deliver_digest,
+        outcomes_step,
+        report_sends_or_spends,
+        report_step,
+    )
     from monitor.store.runs import recorded_run
 
     app_ctx = ctx_of(ctx)
@@ -96,7 +104,9 @@ def report_command(
     if reports:
         settings.paths.reports = reports
     formats = check_formats(fmt)
-    with recorded_run(app_ctx.existing_store, "report") as run:
+    mail = email or settings.report.email
+    locked = run_lock(app_ctx.existing_store, settings, report_sends_or_spends(settings, mail, notify))
+    with locked, recorded_run(app_ctx.existing_store, "report") as run:
         store = app_ctx.store
         chosen = choose_period(store, period or settings.report.period, day(since), day(until))
         settled = outcomes_step(store, settings, run.id, chosen)  # the run's one settle: the rest read
@@ -105,7 +115,6 @@ def report_command(
         run.record(asked)
         result = report_step(store, settings, run.id, chosen, asked, formats)
         run.record(result)
-        mail = email or settings.report.email
         result.sent, result.posted = deliver_digest(
             store,
             settings,

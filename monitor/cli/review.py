@@ -38,10 +38,25 @@ def review_command(ctx: typer.Context) -> None:
     d dismiss, n note, k skip), then any proposed wordings (a accept, x reject)."""
     if ctx.invoked_subcommand is not None:
         return
+    from monitor.errors import LockHeld
+    from monitor.review.rewording import ProposeSummary, propose_rewordings
     from monitor.review.session import review_session
+    from monitor.schedule.lock import run_lock
 
     app_ctx = ctx_of(ctx)
-    review_session(console, app_ctx.existing_store, app_ctx.settings)
+    store, settings = app_ctx.existing_store, app_ctx.settings
+
+    def propose() -> ProposeSummary | None:
+        """Wordings under the run lock (they are paid LLM calls); a run in progress: ask later."""
+        try:
+            with run_lock(store, settings):
+                return propose_rewordings(store, settings)
+        except LockHeld as exc:
+            later = "`monitor review reword propose` asks later"
+            console.print(f"wordings not proposed now: {escape(str(exc))} {later}.", highlight=False)
+            return None
+
+    review_session(console, store, settings, propose)
 
 
 @app.command("set")

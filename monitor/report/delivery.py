@@ -30,6 +30,7 @@ from monitor.store.db import Store
 from monitor.store.digests import EMAIL_ATTEMPT, EMAIL_REFUSED, EMAIL_UNCONFIRMED
 from monitor.store.models import utcnow
 from monitor.store.records import Digest as DigestRow
+from monitor.testhooks import pause_at
 
 log = logging.getLogger(__name__)
 
@@ -196,6 +197,7 @@ def send_digest(store: Store, settings: Settings, digest_id: int, force: bool = 
     if claimed is None:
         return False
     period, msg_id = claimed
+    pause_at("deliver:email")  # test-only: between deciding to send and sending (the race window)
     digest = gather_digest(store, settings, period)
     msg = build_message(
         settings,

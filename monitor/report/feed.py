@@ -36,7 +36,7 @@ def summary_line(stats: dict[str, object]) -> str:
     changed = int(stats.get("changed", 0) or 0)  # type: ignore[call-overload]
     verdicts_changed = f"{changed} verdict{'' if changed == 1 else 's'} changed"
     evidence = stats.get("evidence") or {}
-    # The digest's own totals sentence (EvidenceSummary.totals_sentence), never a second count.
+    # The digest's own totals sentence (views.Summary.evidence_sentence), never a second count.
     totals = f" {evidence['sentence']}." if isinstance(evidence, dict) and "sentence" in evidence else ""
     return (
         f"{verdicts_changed}; {stats.get('new_evidence', 0)} new evidence; "

@@ -6,8 +6,9 @@ it changed, at the day before the period began: `Period.verdict_days`) as the ve
 the ask step, the digest, its mail and webhooks read it and never compute one.
 "New evidence" is a counted assessment whose paper version was announced in the period. The embedded
 judge's unconfirmed stances are not evidence the digest can sign: its papers are listed for triage
-(ranked, with the abstract sentence closest to the claim, no stance), and its labels wait in
-`monitor review`.
+(ranked, with the abstract sentence closest to the claim, no stance) from a measured floor of its score
+up (`TRIAGE_FLOOR`), and its labels wait in `monitor review`. What was read for each claim (who answered
+its candidates) is counted, so the digest never says "no relevant paper found" of pairs nobody read.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from monitor.report.research import DigestAsks, digest_note, research_questions
 from monitor.report.strongest import attach_strongest
 from monitor.report.views import (
     EVIDENCE_PER_CLAIM,
+    TRIAGE_FLOOR,
     TRIAGE_PER_CLAIM,
     AnchorView,
     ClaimView,
@@ -41,13 +43,22 @@ from monitor.review.rewording import open_views
 from monitor.store.candidates import count_unjudged
 from monitor.store.claims import active_claims, lines_by_claim
 from monitor.store.db import Store
-from monitor.store.digests import period_pairs, period_usage
+from monitor.store.digests import period_pairs, period_usage, unread_by_claim
 from monitor.store.failures import count_parked
 from monitor.store.lines import active_lines, ungrounded_anchors
 from monitor.store.models import Anchor, Claim, Line
 from monitor.store.papers import abstracts_of, count_first_seen, count_published
+from monitor.store.reading import Reading, claim_readings
 from monitor.verdicts.rollup import OutcomeRun, settle_outcomes, stored_outcomes
-from monitor.verdicts.rules import EMBEDDED_JUDGE, STATUSES, EvidenceItem, EvidenceSummary, Outcome
+from monitor.verdicts.rules import (
+    EMBEDDED_JUDGE,
+    STATUSES,
+    EvidenceItem,
+    EvidenceSummary,
+    Outcome,
+    Thresholds,
+    strength_scale,
+)
 from monitor.verdicts.sources import anchor_ids_by_claim
 
 OTHER_LINE_ID = "_other"
@@ -66,16 +77,18 @@ def _claim_view(
 ) -> ClaimView:
     appeared = [i for i in [*now.counted, *now.unclear] if period.contains(i.appeared)]
     # The claim's own sources (its lines' anchors) are not news about it, whatever the settings say.
-    triage = sorted(
+    ranked = sorted(
         {i for i in appeared if _triaged(i, now) and not i.source and i.arxiv_id not in sources},
         key=lambda i: (-i.confidence, i.arxiv_id),
     )
+    # Below the measured floor, fewer than half the model's picks bear on their claim: not listed.
+    triage = [i for i in ranked if i.confidence >= TRIAGE_FLOOR]
     new = [EvidenceView(i, i in now.for_review, unconfirmed=i in now.held) for i in now.counted]
     new = [v for v in new if v.item in appeared and not _triaged(v.item, now)]
     # Strongest first: against before for, then confidence.
     new.sort(key=lambda v: (v.item.label != "OVERTURNS", v.item.label != "RELAXES", -v.item.confidence))
     more = max(0, len(new) - EVIDENCE_PER_CLAIM)
-    review = sum(1 for v in new if v.for_review) + len(triage)
+    review = sum(1 for v in new if v.for_review) + len(ranked)
     new = new[:EVIDENCE_PER_CLAIM]
     recent = now.strongest_recent
     shown = {v.item for v in new} | ({recent} if recent else set())
@@ -101,6 +114,7 @@ def _claim_view(
         triage=[TriageView(i, i.evidence) for i in triage[:TRIAGE_PER_CLAIM]],
         more_triage=max(0, len(triage) - TRIAGE_PER_CLAIM),
         evidence=now.summary,
+        below_floor=len(ranked) - len(triage),
     )
 
 
@@ -139,7 +153,7 @@ def _urgency(view: ClaimView) -> tuple[int, int, str]:
 
 def _summary(s: Session, settings: Settings, period: Period, claims: list[ClaimView]) -> Summary:
     start, stop = day_range(period)
-    usage = period_usage(s, period.start, period.end, start, stop)
+    usage = period_usage(s, period.start, period.end, start, stop, period.key)
     # Priced as the judge prices its own calls (llm/cost.py): Batch API answers at half price.
     live = (
         usage.prompt_tokens - usage.batch_prompt_tokens,
@@ -204,14 +218,23 @@ def gather_digest(
             for c in claims
         }
         _quote_triage(s, claims, views)
+        for claim_id, unread in unread_by_claim(s, period.start, period.end).items():
+            if claim_id in views:
+                views[claim_id].unread = unread
+        for claim_id, reading in claim_readings(s, period.end).items():
+            if claim_id in views:
+                views[claim_id].reading = reading
+        in_period = claim_readings(s, period.end, period.start)
         line_rows = {ln.id: ln for ln in active_lines(s)}
-        anchors = ungrounded_anchors(s)
+        # An anchor nobody checked yet is not news; one checked and not found as cited is.
+        anchors = [a for a in ungrounded_anchors(s) if a.status != "unverified"]
         summary = _summary(s, settings, period, list(views.values()))
     for proposal in open_views(store, list(views)):
         views[proposal.claim_id].proposal = proposal
         summary.proposals += 1
     lines = _line_views(views, line_rows, anchors)
     for line in lines:
+        line.period_reading = sum((in_period.get(c.id, Reading()) for c in line.claims), Reading())
         found = asked.questions.get(line.id) if asked is not None else None
         line.questions = found or research_questions(store, settings, line, line.detailed, ask=False)
     attach_strongest(store, settings, period, now, lines)
@@ -226,6 +249,7 @@ def gather_digest(
         move_strength=settings.verdicts.move_strength,
         overturn_strength=settings.verdicts.overturn_strength,
         research_note=digest_note([line.questions for line in lines]),
+        scale=strength_scale(Thresholds.from_settings(settings.verdicts)),
     )
 
 
@@ -256,8 +280,6 @@ def _line_views(
 
     ordered = sorted(sections, key=lambda lid: (lid == OTHER_LINE_ID, *_weight(views, lid)))
     _place_claims(views, sections, ordered)
-    for section in sections.values():
-        _each_paper_once(section)
     return [sections[lid] for lid in ordered if sections[lid].claims]
 
 
@@ -269,38 +291,17 @@ def _weight(views: dict[str, ClaimView], line_id: str) -> tuple[int, int, str]:
 
 
 def _place_claims(views: dict[str, ClaimView], sections: dict[str, LineView], ordered: list[str]) -> None:
-    """Each claim in full under its first line (in `ordered`), named under its others; quiet otherwise."""
+    """Each claim under its first line (in `ordered`): in full with news, else in the quiet lists;
+    named once under each of its other lines."""
     position = {lid: i for i, lid in enumerate(ordered)}
     for view in sorted(views.values(), key=lambda v: (not v.dated, *_urgency(v))):
         homes = sorted((lid for lid in view.line_ids if lid in sections), key=position.__getitem__)
         view.home_line = homes[0]
         for lid in homes:
             section = sections[lid]
-            if not view.newsworthy:
-                section.quiet.append(view)
-            elif lid == view.home_line:
+            if lid != view.home_line:
+                (section.elsewhere if view.newsworthy else section.quiet_elsewhere).append(view)
+            elif view.newsworthy:
                 section.detailed.append(view)
             else:
-                section.elsewhere.append(view)
-
-
-def _each_paper_once(section: LineView) -> None:
-    """A paper bearing on several claims of a line is shown in full once, under the first of them;
-    later claims name it in one line, and the full entry lists the other claims it bears on."""
-    first: dict[str, tuple[str, EvidenceView]] = {}
-    for claim in section.detailed:
-        for view in claim.new_evidence:
-            ref = view.item.ref
-            if ref not in first:
-                first[ref] = (claim.id, view)
-                continue
-            home, full = first[ref]
-            view.shown_under = home
-            full.also.append((claim.id, _label_as_shown(view)))
-
-
-def _label_as_shown(view: EvidenceView) -> str:
-    """A label as a cross-reference names it: a withheld stance or an unconfirmed one is not a finding."""
-    if view.item.abstained:
-        return f"stance unclear, leans {view.item.label}"
-    return f"unconfirmed {view.item.label}" if view.unconfirmed else view.item.label
+                section.quiet.append(view)

@@ -109,6 +109,7 @@ def environment(templates_dir: Path | None = None) -> jinja2.Environment:
         "CONTESTED": "#9e1f63",
         "PERISHABLE": "#b54708",
         "DURABLE": "#027a48",
+        "UNSETTLED": "#475467",
         "UNTESTED": "#667085",
     }
     return env

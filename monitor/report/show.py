@@ -48,7 +48,10 @@ def print_digest_result(console: Console, result: DigestResult) -> None:
     if result.posted:
         console.print(f"posted to {', '.join(result.posted)}", highlight=False)
     elif result.posted is not None and stats.get("final", True):
-        console.print("not posted: already posted to every webhook for this period; --force posts it again")
+        console.print(
+            "not posted: already posted to every webhook for this period, or an earlier post may have been "
+            "delivered (see the warning); --force posts it again"
+        )
     if result.sent is True:
         console.print("emailed")
     elif result.sent is False and stats.get("final", True):

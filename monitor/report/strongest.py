@@ -5,10 +5,13 @@ longer (a week is too short to ask it of).
 A *finding* is an assessment that counts toward verdicts (`counts_toward_verdicts`): it passed the
 rules' rule 1 (`Outcome.counted`: grounded, newer than the claim, a stated stance, confident enough, not
 an anchor of the claim's own lines) and does not wait for a curator (`Thresholds.held`). Findings are
-ranked by the weight the rules give them (`Thresholds.weight`). A stance the embedded judge withheld
-("related, stance unclear") or stated but that waits for a curator is a *candidate*: listed for review,
-never as a finding. With no finding the section says so, with what was read for the line and by which
-judge, so a judge that found nothing never reads as "nothing contradicts your claims".
+ranked by the weight the rules give them (`Thresholds.weight`). A stance an LLM judge stated that
+waits for a curator (`verdicts.confirm_judges`) is a *candidate*: listed for review, never as a
+finding. Nothing without a stated stance is listed here: a withheld stance ("related, stance unclear")
+and the embedded model's suggestions are triage, shown per claim above the section, never under
+"contradicting or superseding". With no finding the section says what was read for the line and by
+which judge, so a judge that found nothing, or one that reads no stance, never reads as "nothing
+contradicts your claims".
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from monitor.config import Settings, shown_judge
+from monitor.report.labels import label_phrase
 from monitor.report.period import Period, day_range
 from monitor.sources.base import arxiv_url
 from monitor.store.db import Store
@@ -50,17 +54,14 @@ class Work:
 
     @property
     def judged_as(self) -> str:
-        """Who says what, in words every format prints alike."""
+        """Who says what, in words every format prints alike (the label as `label_phrase` names it)."""
         item = self.item
-        who = _judge_name(item.judge)
         if item.reviewed:
+            who = _judge_name(item.judge)
             said = f" (the {who} said {item.model_label})" if item.model_label != item.label else ""
             return f"{item.label}, {item.review} by a curator{said}"
-        if item.abstained:
-            return f"the {who} leans {item.label} {item.confidence:.2f} but withheld its stance"
-        if self.candidate:
-            return f"the {who} suggests {item.label} {item.confidence:.2f}; it waits for a curator"
-        return f"{item.label} {item.confidence:.2f} by the {who} ({item.model})"
+        phrase = label_phrase(item, unconfirmed=self.candidate)
+        return f"{phrase}; it waits for a curator" if self.candidate else phrase
 
 
 @dataclass
@@ -93,9 +94,17 @@ class StrongestWork:
     pairs_read: int = 0
     papers_read: int = 0
 
+    not_read: int = 0  # the period's candidate pairs of the line's claims that no judge answered yet
+    pairs_in_period: int = 0  # the period's candidate pairs of the line's claims, read or not
+
     @property
     def read_by_embedded(self) -> int:
         return sum(r.pairs for r in self.read if r.embedded)
+
+    @property
+    def read_by_llm(self) -> int:
+        """Pairs a judge that reads stance answered: only these can find (or fail to find) such work."""
+        return sum(r.pairs for r in self.read if not r.embedded)
 
 
 def _judge_name(judge: str) -> str:
@@ -129,7 +138,10 @@ def attach_strongest(
         for claim_id in claims:
             outcome = outcomes[claim_id]
             findings += [(claim_id, i) for i in counts_toward_verdicts(outcome, th)]
-            candidates += [(claim_id, i) for i in outcome.held + outcome.unclear]
+            # A stated stance waiting for a curator; never a withheld one, nor the embedded triage's.
+            candidates += [
+                (claim_id, i) for i in outcome.held if i.judge != EMBEDDED_JUDGE and not i.abstained
+            ]
         section = StrongestWork(
             findings=_ranked(findings, claims, period, th, candidate=False),
             candidates=_ranked(candidates, claims, period, th, candidate=True),
@@ -138,6 +150,8 @@ def attach_strongest(
         section.more_candidates = max(0, len(section.candidates) - SHOWN)
         section.findings, section.candidates = section.findings[:SHOWN], section.candidates[:SHOWN]
         _tally(section, [p for p in read if p.claim_id in claims])
+        section.not_read = line.period_reading.not_read
+        section.pairs_in_period = line.period_reading.candidates
         line.strongest = section
 
 

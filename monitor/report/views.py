@@ -7,19 +7,40 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from monitor.judge.embedded import Coverage
+from monitor.report.labels import label_phrase
 from monitor.report.period import Period
 from monitor.report.research import ResearchQuestions, not_asked
 from monitor.report.strongest import StrongestWork
 from monitor.review.rewording import ProposalView
 from monitor.sources.base import arxiv_url
 from monitor.store.digests import PairTally
-from monitor.verdicts.rules import EvidenceItem, EvidenceSummary
+from monitor.store.reading import Reading
+from monitor.verdicts.rules import MEANINGS, UNTESTED, EvidenceItem, EvidenceSummary
 
 # New evidence shown per claim; the rest is one line pointing at `monitor show` (a week of real volume
 # otherwise buries the reader: issue 12).
 EVIDENCE_PER_CLAIM = 3
 # Papers listed per claim for triage: those the embedded model ranks closest, stance not stated.
 TRIAGE_PER_CLAIM = 3
+# A triage entry is listed only from this score of the embedded model up (its calibrated confidence in
+# the stance it leans to, as stored on the assessment). Measured by bench/triage_floor.py on teacher
+# pairs it was not trained on and domain_dev (docs/digest_trust.md): of the pairs it flags at or
+# above 0.55, 18 of 25 bear on their claim; below, 22 of 48. Remeasure after retraining the model.
+TRIAGE_FLOOR = 0.55
+TRIAGE_FLOOR_MEASURED = (18, 25)  # (bear on their claim, entries at or above the floor)
+# A claim's text where a digest names it in one line: cut at a word, the full text on the board.
+BRIEF_CHARS = 100
+
+
+def brief(text: str, limit: int = BRIEF_CHARS) -> str:
+    """`text` on one line, cut at the last whole word within `limit` characters ("…" marks the cut)."""
+    words = text.split()
+    out = ""
+    for word in words:
+        if len(out) + len(word) + 1 > limit and out:
+            return out.rstrip(",;:—–-") + " …"
+        out = f"{out} {word}" if out else word
+    return out
 
 
 @dataclass
@@ -28,8 +49,6 @@ class EvidenceView:
 
     item: EvidenceItem
     for_review: bool = False  # waits for a curator, or an OVERTURNS too weak to overturn the claim
-    shown_under: str = ""  # shown in full under this earlier claim of the same line: one line here
-    also: list[tuple[str, str]] = field(default_factory=list)  # (claim id, label) further down the line
     # The label of a judge whose labels wait for a curator (verdicts.confirm_judges): a suggestion the
     # digest must not print as a finding.
     unconfirmed: bool = False
@@ -37,6 +56,10 @@ class EvidenceView:
     @property
     def url(self) -> str:
         return arxiv_url(self.item.ref)
+
+    @property
+    def label(self) -> str:
+        return label_phrase(self.item, self.unconfirmed)
 
 
 @dataclass
@@ -81,10 +104,21 @@ class ClaimView:
     more_triage: int = 0  # triage papers beyond TRIAGE_PER_CLAIM, not shown
     # How its evidence stands at the period's end: the account `monitor verdicts` and `show` print too.
     evidence: EvidenceSummary = field(default_factory=EvidenceSummary)
+    unread: int = 0  # its candidate pairs of the period that failed or were parked: not read
+    below_floor: int = 0  # the period's triage papers the embedded model ranks below TRIAGE_FLOOR
+    reading: Reading = field(default_factory=Reading)  # its candidates to the period's end, who read them
 
     @property
     def changed(self) -> bool:
         return self.status != self.previous_status
+
+    def evidence_sentence(self) -> str:
+        """Its evidence in one sentence (`EvidenceSummary.sentence`), and what of the period the judge
+        could not read: a claim whose pairs failed never reads "no relevant paper found yet"."""
+        if not self.unread:
+            return self.evidence.sentence()
+        failed = f"{_pairs(self.unread)} of this period failed (the judge's answers were unusable), not read"
+        return f"{self.evidence.sentence()}; {failed}" if self.evidence.related else failed
 
     @property
     def newsworthy(self) -> bool:
@@ -92,8 +126,66 @@ class ClaimView:
 
     @property
     def short(self) -> str:
-        words = self.text.split()
-        return " ".join(words[:18]) + (" …" if len(words) > 18 else "")
+        """The claim in one line, cut at a word (the full text: `monitor show`, the board)."""
+        return brief(self.text)
+
+    @property
+    def meaning(self) -> str:
+        return MEANINGS.get(self.status, "")
+
+    @property
+    def read_note(self) -> str:
+        """What was read for the claim to date, in words; "no relevant paper found" only where a judge
+        that reads stance read every candidate and none bore on the claim."""
+        r = self.reading
+        if not r.candidates:
+            return "the relevance stage has picked no candidate paper for it yet"
+        were = "was" if r.candidates == 1 else "were"
+        if r.all_read_by_llm:
+            if not self.evidence.related:
+                return f"no relevant paper found: an LLM judge read its {_papers(r.candidates)}"
+            return f"an LLM judge read its {_papers(r.candidates)}"
+        if r.read_embedded == r.candidates:
+            return f"its {_papers(r.candidates)} {were} read only by the embedded model (triage, no stance)"
+        if r.not_read == r.candidates:
+            return f"its {_papers(r.candidates)} {were} not read yet"
+        parts = []
+        if r.read_llm:
+            parts.append(f"{r.read_llm:,} read by an LLM judge")
+        if r.read_embedded:
+            parts.append(f"{r.read_embedded:,} only by the embedded model (triage, no stance)")
+        if r.not_read:
+            parts.append(f"{r.not_read:,} not read yet")
+        return f"of its {_papers(r.candidates)}, " + ", ".join(parts)
+
+
+def _papers(n: int) -> str:
+    return "1 candidate paper" if n == 1 else f"{n:,} candidate papers"
+
+
+@dataclass
+class PaperEntry:
+    """A paper of the period under a line, shown once, with each claim of the line it bears on (the
+    label and the quote the judge gave for that claim) and each the embedded model ranks it close to
+    (no stance: the abstract sentence closest to that claim)."""
+
+    number: int
+    item: EvidenceItem  # the paper (its first listed assessment: title, link, date, version)
+    bearings: list[tuple[ClaimView, EvidenceView]] = field(default_factory=list)
+    close: list[tuple[ClaimView, TriageView]] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return arxiv_url(self.item.ref)
+
+
+# Why a line's anchor paper did not check out (`monitor anchors verify`, sources/anchors.py).
+ANCHOR_WHY = {
+    "not_found": "arXiv has no paper under this id",
+    "title_differs": "the paper under this id has another title than the one cited",
+    "date_differs": "the paper under this id is dated outside the date cited",
+    "not_in_snapshot": "checked offline against a snapshot that lacks it",
+}
 
 
 @dataclass
@@ -101,6 +193,10 @@ class AnchorView:
     arxiv_id: str
     title: str | None
     status: str
+
+    @property
+    def why(self) -> str:
+        return ANCHOR_WHY.get(self.status, self.status.replace("_", " "))
 
 
 @dataclass
@@ -112,24 +208,72 @@ class LineView:
     detailed: list[ClaimView] = field(default_factory=list)
     elsewhere: list[ClaimView] = field(default_factory=list)
     quiet: list[ClaimView] = field(default_factory=list)
+    # Claims of the line without news that are listed under another line (their first): named once.
+    quiet_elsewhere: list[ClaimView] = field(default_factory=list)
     ungrounded_anchors: list[AnchorView] = field(default_factory=list)
     questions: ResearchQuestions = field(default_factory=not_asked)
     strongest: StrongestWork | None = None  # a month or longer: strongest contradicting work (strongest.py)
     folded: int = 0  # claims of a large library not listed here (budget.py): `monitor verdicts --line`
+    period_reading: Reading = field(default_factory=Reading)  # the period's pairs of its claims, read how
 
     @property
     def claims(self) -> list[ClaimView]:
-        return self.detailed + self.elsewhere + self.quiet
+        return self.detailed + self.elsewhere + self.quiet + self.quiet_elsewhere
 
     @property
     def quiet_tested(self) -> list[ClaimView]:
         """Claims without news that do have a verdict: a one-line table row each."""
-        return [c for c in self.quiet if c.status != "UNTESTED"]
+        return [c for c in self.quiet if c.status != UNTESTED]
 
     @property
     def untested(self) -> list[ClaimView]:
         """Claims without news and without a verdict yet: named, so the reader sees every claim."""
-        return [c for c in self.quiet if c.status == "UNTESTED"]
+        return [c for c in self.quiet if c.status == UNTESTED]
+
+    @property
+    def papers(self) -> list[PaperEntry]:
+        """The period's papers on the claims shown here in full, each once, numbered: first those with a
+        judged bearing (strongest claim first), then those only the embedded model ranks close. Computed
+        from `detailed`, so a large library's trim (budget.py) holds."""
+        entries: dict[str, PaperEntry] = {}
+
+        def entry(item: EvidenceItem) -> PaperEntry:
+            if item.ref not in entries:
+                entries[item.ref] = PaperEntry(0, item)
+            return entries[item.ref]
+
+        for claim in self.detailed:
+            for view in claim.new_evidence:
+                entry(view.item).bearings.append((claim, view))
+        for claim in self.detailed:
+            for close in claim.triage:
+                entry(close.item).close.append((claim, close))
+        ordered = sorted(entries.values(), key=lambda e: not e.bearings)  # stable: first seen first
+        for number, paper in enumerate(ordered, start=1):
+            paper.number = number
+        return ordered
+
+    @property
+    def triaged(self) -> bool:
+        """Some paper here is listed only as the embedded model's pick, with no stance."""
+        return any(p.close for p in self.papers)
+
+    @property
+    def judged(self) -> bool:
+        return any(p.bearings for p in self.papers)
+
+    def numbers(self, claim: ClaimView, triage: bool = False) -> list[int]:
+        """The numbers under which `claim`'s new papers (or its triage papers) are listed in this line."""
+        if triage:
+            return [p.number for p in self.papers if any(c is claim for c, _ in p.close)]
+        return [p.number for p in self.papers if any(c is claim for c, _ in p.bearings)]
+
+    def number_of(self, ref: str, claim_id: str) -> int | None:
+        """The number of the listed paper `ref` where it is shown bearing on `claim_id`, if it is."""
+        for paper in self.papers:
+            if paper.item.ref == ref and any(c.id == claim_id for c, _ in paper.bearings):
+                return paper.number
+        return None
 
     @property
     def quiet_untested(self) -> int:
@@ -179,6 +323,17 @@ class Summary:
         """The period's pairs not asked yet that `monitor judge` would ask (not those below the cut)."""
         return max(0, self.judging.pending - self.below_cut)
 
+    def evidence_sentence(self) -> str:
+        """The totals over claims (`EvidenceSummary.totals_sentence`), and the period's pairs that
+        failed or were parked: "no claim has a relevant paper" is never said of pairs nobody read."""
+        unread = self.judging.failed + self.judging.parked
+        if not unread:
+            return self.evidence.totals_sentence()
+        failed = f"{_pairs(unread)} of this period failed, not read"
+        if not self.evidence.related:
+            return f"No claim has a relevant paper among the pairs read; {failed}"
+        return f"{self.evidence.totals_sentence()}; {failed}"
+
     @property
     def final(self) -> bool:
         """False when most of the period's pairs failed, were parked or still wait for an LLM screen that
@@ -205,7 +360,7 @@ class Summary:
             "cost_usd": round(self.cost_usd, 4),
             "judging": self.judging._asdict(),
             "final": self.final,
-            "evidence": self.evidence.as_dict() | {"sentence": self.evidence.totals_sentence()},
+            "evidence": self.evidence.as_dict() | {"sentence": self.evidence_sentence()},
         }
 
 
@@ -223,6 +378,9 @@ class DigestView:
     move_strength: float = 0.8
     overturn_strength: float = 0.9
     research_note: str = ""  # why no line has research questions, said once (research.digest_note)
+    scale: str = ""  # the numbers in plain words (rules.strength_scale), printed once in the summary
+    triage_floor: float = TRIAGE_FLOOR
+    triage_measured: tuple[int, int] = TRIAGE_FLOOR_MEASURED
     # A large library's digest (budget.py): lines with no claim shown, claims not shown anywhere, and
     # how many changed verdicts the summary lists (None: all).
     folded_lines: int = 0
@@ -239,5 +397,13 @@ class DigestView:
         return self.summary.papers_published == 0 and self.summary.papers_first_seen == 0
 
     @property
+    def meanings(self) -> dict[str, str]:
+        return dict(MEANINGS)
+
+    @property
     def no_relevant(self) -> bool:
         return self.summary.new_evidence == 0 and not self.summary.changed and not self.summary.triaged
+
+
+def _pairs(n: int) -> str:
+    return f"{n:,} candidate pair{'s' if n != 1 else ''}"

@@ -6,6 +6,8 @@ walk, and wordings are asked for then when the walk confirmed something and an L
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rich.console import Console
 from rich.markup import escape
 
@@ -29,8 +31,16 @@ def print_proposed(console: Console, summary: ProposeSummary) -> None:
         console.print(f"[yellow]no proposal[/] {escape(failure)}", highlight=False)
 
 
-def review_session(console: Console, store: Store, settings: Settings) -> None:
-    """Walk the evidence that needs a human, then the open proposals; `q` in the first ends both."""
+def review_session(
+    console: Console,
+    store: Store,
+    settings: Settings,
+    propose: Callable[[], ProposeSummary | None] | None = None,
+) -> None:
+    """Walk the evidence that needs a human, then the open proposals; `q` in the first ends both.
+
+    `propose` asks for wordings after the walk (the caller takes the run lock around it, as every
+    command that calls an LLM does; None from it: not asked now); default: `propose_rewordings`."""
     queue = review_queue(store, settings)
     if queue:
         summary = walk(console, store, queue)
@@ -42,7 +52,9 @@ def review_session(console: Console, store: Store, settings: Settings) -> None:
         if summary.left:
             return  # quit: the proposals wait too
         if summary.decided and settings.llm_configured():
-            print_proposed(console, propose_rewordings(store, settings))
+            proposed = propose() if propose is not None else propose_rewordings(store, settings)
+            if proposed is not None:
+                print_proposed(console, proposed)
     proposals = open_views(store)
     if not queue and not proposals:
         console.print("Nothing needs review.")

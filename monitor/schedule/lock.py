@@ -369,9 +369,13 @@ def acquire_run_lock(
 
 
 @contextmanager
-def run_lock(store: Store, settings: object) -> Iterator[RunLock]:
-    """The run lock held for a block, taken as the settings say (for commands that record no run but
-    call an LLM: two of them at once would pay for the same answers twice)."""
+def run_lock(store: Store, settings: object, needed: bool = True) -> Iterator[RunLock | None]:
+    """The run lock held for a block, taken as the settings say, for commands that mail, post or call
+    an LLM outside `locked_run` (`monitor report`, `review reword propose`): two of them at once would
+    send the same digest twice or pay for the same answers twice. `needed` False: no lock (None)."""
+    if not needed:
+        yield None
+        return
     lock = acquire_run_lock(store, settings)
     try:
         yield lock

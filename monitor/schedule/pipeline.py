@@ -167,6 +167,10 @@ def run_once(
     opts = options or RunOptions()
     stop = stop or StopFlag()
     started = time.monotonic()
+    if opts.report and settings.report.webhooks:
+        from monitor.report.webhooks import resolve_hooks
+
+        resolve_hooks(settings)  # a bad webhook is exit 2 before anything is fetched or paid for
     with locked_run(store, settings, opts.command, stop.event, lock) as (run, held, abandoned):
         outcome = RunOutcome(run_id=run.id, status="running", abandoned=abandoned)
         _pipeline(store, settings, opts, run, Steps(store, run, stop, held), outcome)
@@ -191,16 +195,18 @@ def _pipeline(
     scope = JudgeScope(period.key, period.start) if period is not None else None
     if scope is not None:
         run.record(scope)
+    if opts.report and period is None:
+        from monitor.report.digest import choose_period
+
+        period = choose_period(store, settings.report.period)  # the papers are in: judging moves it not
+    if period is not None:  # before judging: what it spends is the digest's cost even if it stops there
+        run.record(DigestPeriod(period.key))
     plan = Assess(again="monitor run", provider=opts.judge, progress=opts.progress)
-    plan.since = period.start if period else None
+    plan.since = scope.judged_from if scope is not None else None
     assess(step, store, settings, plan)
     if scope is not None:
         scope.count_unjudged(store, settings, plan.judge_for(settings).name)
         run.record(scope)
-    if opts.report and period is None:
-        from monitor.report.digest import choose_period
-
-        period = choose_period(store, settings.report.period)
     # The verdicts step settles the digest's dates too, on its one load of the evidence.
     report_period = period if opts.report else None
     verdicts = step("verdicts", lambda: verdicts_step(store, settings, run, period=report_period))
@@ -274,6 +280,20 @@ def check_final(digest: Any) -> None:
         "so and is not mailed or posted; a run with a working judge rewrites it "
         "(`monitor retest` asks parked pairs again)"
     )
+
+
+@dataclass
+class DigestPeriod:
+    """The period whose digest `monitor run` writes, recorded on the run as `period` before it judges,
+    so the digest's cost line counts every token the run spent for it, failed and invalid answers
+    included, even when the run stopped before writing it (store/digests.py `period_runs`)."""
+
+    stage: ClassVar[str] = "period"
+
+    key: str
+
+    def stage_counts(self) -> dict[str, Any]:
+        return {"key": self.key}
 
 
 @dataclass
@@ -539,15 +559,21 @@ class Emailed:
 
 @dataclass
 class Posted:
-    """The digests `webhook_step` posted: recorded on the run as `webhooks` (printed by `monitor run`)."""
+    """The digests `webhook_step` posted: recorded on the run as `webhooks` (printed by `monitor run`),
+    with a warning for each post not made again because an earlier one may have been delivered."""
 
     stage: ClassVar[str] = "webhooks"
 
     digest_ids: list[int]
     periods: list[str]
+    unconfirmed: list[str] = field(default_factory=list)
 
     def stage_counts(self) -> dict[str, Any]:
-        return {"posted": len(self.digest_ids), "periods": self.periods}
+        counts: dict[str, Any] = {"posted": len(self.digest_ids), "periods": self.periods}
+        return counts | ({"unconfirmed": len(self.unconfirmed)} if self.unconfirmed else {})
+
+    def stage_notes(self) -> StageNotes:
+        return StageNotes(warnings=list(self.unconfirmed))
 
 
 def email_step(
@@ -577,26 +603,35 @@ def webhook_step(store: Store, settings: Settings, settled: SettledPeriods | Non
     DeliveryError (8) after all were tried, carrying what was posted. A digest's period is settled
     before it is read unless `settled` has it."""
     from monitor.report.delivery import DeliveryError, raise_failures
-    from monitor.report.webhooks import notify_digest, posts_due
+    from monitor.report.webhooks import notify_digest, posts_due, unconfirmed_posts
 
     settled = settled or SettledPeriods(store, settings, None)
     since = utcnow() - RESEND_WINDOW
     with store.session() as s:
         due = unsent_digests(s, since, ("run", "daemon:digest"), mailed_too=True)
     posted: list[int] = []
+    unconfirmed: list[str] = []
     failures: list[DeliveryError] = []
     for digest_id in due:
         try:
             settled.ensure(posts_due(store, settings, digest_id))
             if notify_digest(store, settings, digest_id):
                 posted.append(digest_id)
+            unconfirmed += unconfirmed_posts(store, settings, digest_id)
         except DeliveryError as exc:  # the next digest is still tried
             failures.append(exc)
     with store.session() as s:
-        result = Posted(posted, period_keys(s, posted))
+        result = Posted(posted, period_keys(s, posted), unconfirmed)
     with partial_on_failure(result):
         raise_failures(failures)
     return result
+
+
+def report_sends_or_spends(settings: Settings, email: bool, notify: bool) -> bool:
+    """Whether `monitor report` mails, posts or may call an LLM (proposed wordings, research questions):
+    then it takes the run lock, as every command that sends or spends does, so a second report or a
+    run beside it cannot mail or post the digest again, or pay for the same answers twice."""
+    return email or notify or settings.llm_configured()
 
 
 def deliver_digest(
@@ -613,7 +648,7 @@ def deliver_digest(
     where not asked. `settled`: what the run's outcomes step settled (else its period is settled once).
     A failure of one does not keep the other from going out; DeliveryError (8) after both were tried."""
     from monitor.report.delivery import DeliveryError, raise_failures
-    from monitor.report.webhooks import notify_digest, posts_due
+    from monitor.report.webhooks import notify_digest, posts_due, unconfirmed_posts
 
     settled = settled or SettledPeriods(store, settings, run.id if run is not None else None)
     sent: bool | None = None
@@ -631,6 +666,11 @@ def deliver_digest(
         try:
             settled.ensure(posts_due(store, settings, digest_id, force))
             posted = notify_digest(store, settings, digest_id, force=force)
+            if run is not None:
+                with store.session() as s:
+                    done = [digest_id] if posted else []
+                    left = [] if force else unconfirmed_posts(store, settings, digest_id)
+                    run.record(Posted(done, period_keys(s, done), left))
         except DeliveryError as exc:
             failures.append(exc)
     raise_failures(failures)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
 from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, case, func, select
+from sqlalchemy import ColumnElement, Select, case, false, func, select
 from sqlalchemy.orm import Session
 
 from monitor.config import EMBEDDED_JUDGE_STORED
@@ -69,12 +70,35 @@ def judged_pairs(
     return [JudgedPair(*row) for row in session.execute(query)]
 
 
+# The commands that work for one digest's period: a replay, a retest or `monitor judge` works for many,
+# and their calls count where their answers are about a period's papers.
+ONE_PERIOD_COMMANDS = ("run", "daemon:digest", "report")
+
+
+def period_runs(key: str) -> Select[tuple[int]]:
+    """The runs that worked for the digest of period `key`: a `monitor run` records the period it
+    reports before it judges ("period"), and every run that asks for a digest or writes one records it
+    under "asks" and "report", so a run that stopped before its digest (every answer invalid) is one."""
+    return select(Run.id).where(
+        Run.command.in_(ONE_PERIOD_COMMANDS),
+        (Run.counts[("period", "key")].as_string() == key)
+        | (Run.counts[("asks", "period")].as_string() == key)
+        | (Run.counts[("report", "period")].as_string() == key),
+    )
+
+
 def period_usage(
-    session: Session, first: dt.date, last: dt.date, start: dt.datetime, stop: dt.datetime
+    session: Session,
+    first: dt.date,
+    last: dt.date,
+    start: dt.datetime,
+    stop: dt.datetime,
+    key: str | None = None,
 ) -> PeriodUsage:
     """Judgements made in [start, stop), or made later about papers published on `first`..`last`
-    (a replay judges past weeks today); tokens are those of their exchanges plus any other call
-    made in [start, stop)."""
+    (a replay judges past weeks today); tokens are those of their exchanges, of any other call made in
+    [start, stop), and, with the period's `key`, of every call of the runs that worked for its digest
+    (`period_runs`: failed and invalid answers, the screen, research questions, wordings)."""
     judged_here = _judged_for_period(first, last, start, stop)
     judged, embedded = session.execute(
         select(
@@ -95,6 +119,7 @@ def period_usage(
         ).where(
             ((LLMExchange.created_at >= start) & (LLMExchange.created_at < stop))
             | LLMExchange.id.in_(exchange_ids)
+            | (LLMExchange.run_id.in_(period_runs(key)) if key is not None else false())
         )
     ).one()
     return PeriodUsage(
@@ -122,31 +147,49 @@ class PairTally(NamedTuple):
     screened_out: int = 0
 
 
+def _period_keys(
+    session: Session, first: dt.date, last: dt.date, model: type[Any], *where: Any
+) -> set[tuple[str, str]]:
+    """(arxiv id, claim id) of `model`'s rows about papers published `first`..`last`, on the paper's
+    latest version, for active claims."""
+    query = (
+        select(model.arxiv_id, model.claim_id)
+        .join(Paper, Paper.arxiv_id == model.arxiv_id)
+        .join(Claim, Claim.id == model.claim_id)
+        .where(model.version == Paper.version, Paper.published.between(first, last), is_active(), *where)
+    )
+    return {(a, c) for a, c in session.execute(query)}
+
+
+def _judged_failing_parked(
+    session: Session, first: dt.date, last: dt.date
+) -> tuple[set[tuple[str, str]], set[tuple[str, str]], set[tuple[str, str]]]:
+    judged = _period_keys(session, first, last, Assessment, Assessment.is_current.is_(True))
+    failing = _period_keys(session, first, last, JudgeFailure, JudgeFailure.parked_at.is_(None)) - judged
+    parked = _period_keys(session, first, last, JudgeFailure, JudgeFailure.parked_at.is_not(None)) - judged
+    return judged, failing, parked
+
+
 def period_pairs(session: Session, first: dt.date, last: dt.date) -> PairTally:
     """How many of the candidate pairs of papers published `first`..`last` are judged, failed, parked
     or not yet judged: what a digest of the period rests on."""
-    latest = (Paper.published.between(first, last), is_active())
-
-    def keys(model: type[Any], *where: Any) -> set[tuple[str, str]]:
-        query = (
-            select(model.arxiv_id, model.claim_id)
-            .join(Paper, Paper.arxiv_id == model.arxiv_id)
-            .join(Claim, Claim.id == model.claim_id)
-            .where(model.version == Paper.version, *latest, *where)
-        )
-        return {(a, c) for a, c in session.execute(query)}
-
-    judged = keys(Assessment, Assessment.is_current.is_(True))
-    failing = keys(JudgeFailure, JudgeFailure.parked_at.is_(None)) - judged
-    parked = keys(JudgeFailure, JudgeFailure.parked_at.is_not(None)) - judged
+    judged, failing, parked = _judged_failing_parked(session, first, last)
     screened = Candidate.screen.is_(None) | (Candidate.screen != SCREEN_DROPPED)
-    pairs = keys(Candidate, screened) | judged | failing | parked
+    pairs = _period_keys(session, first, last, Candidate, screened) | judged | failing | parked
     pending = pairs - judged - failing - parked
-    awaiting = keys(Candidate, Candidate.screen == SCREEN_PENDING) & pending
-    dropped = keys(Candidate, Candidate.screen == SCREEN_DROPPED) - pairs
+    awaiting = _period_keys(session, first, last, Candidate, Candidate.screen == SCREEN_PENDING) & pending
+    dropped = _period_keys(session, first, last, Candidate, Candidate.screen == SCREEN_DROPPED) - pairs
     return PairTally(
         len(pairs), len(judged), len(failing - parked), len(parked), len(pending), len(awaiting), len(dropped)
     )
+
+
+def unread_by_claim(session: Session, first: dt.date, last: dt.date) -> dict[str, int]:
+    """Per claim, its candidate pairs of papers published `first`..`last` that failed or were parked
+    and have no current judgement: pairs the judge could not read, which a digest must not count as
+    "no relevant paper"."""
+    _, failing, parked = _judged_failing_parked(session, first, last)
+    return dict(Counter(claim_id for _, claim_id in failing | parked))
 
 
 def save_digest(

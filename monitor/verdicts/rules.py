@@ -27,7 +27,9 @@ order (docs/verdicts.md explains them for users, with worked examples):
 4. OVERTURNED: OVERTURNS at least `overturn` strong.
 5. PERISHABLE: RELAXES and OVERTURNS together at least `move` strong.
 6. DURABLE: SUPPORTS at least `move` strong.
-7. UNTESTED: nothing strong enough (the weak evidence is kept and shown, for review).
+7. UNSETTLED: papers count, but no side is strong enough yet (they are kept and shown).
+8. UNTESTED: no paper counts yet (none was judged relevant, or every one waits for a curator, is
+   withheld or is the claim's own source).
 """
 
 from __future__ import annotations
@@ -43,15 +45,28 @@ from monitor.config import EMBEDDED, EMBEDDED_JUDGE_STORED
 
 # Part of every stored outcome's fingerprint (rollup.py): bump it when a rule, or what `Outcome` keeps,
 # changes, so outcomes stored by the older code are computed again rather than read.
-RULES_VERSION = 2
+# 2: UNSETTLED (papers count, none strong enough) is told apart from UNTESTED (no paper counts).
+# 3: an LLM label's strength weighs it (weak papers alone move nothing); a label waiting for its second
+# reading is withheld, one whose readings disagree waits for a curator.
+RULES_VERSION = 3
 
 DURABLE = "DURABLE"
 PERISHABLE = "PERISHABLE"
 CONTESTED = "CONTESTED"
 OVERTURNED = "OVERTURNED"
+UNSETTLED = "UNSETTLED"
 UNTESTED = "UNTESTED"
 # Most to least urgent: the digest's order.
-STATUSES = (OVERTURNED, CONTESTED, PERISHABLE, DURABLE, UNTESTED)
+STATUSES = (OVERTURNED, CONTESTED, PERISHABLE, DURABLE, UNSETTLED, UNTESTED)
+# What each verdict means, in the words every reader (digest, board, `monitor verdicts`) prints.
+MEANINGS = {
+    OVERTURNED: "strong evidence contradicts it",
+    CONTESTED: "strong evidence both contradicts and supports it",
+    PERISHABLE: "strong evidence relaxes or contradicts it",
+    DURABLE: "strong evidence supports it",
+    UNSETTLED: "papers count toward it, none strong enough yet to move it",
+    UNTESTED: "no paper counts toward it yet",
+}
 STANCES = ("SUPPORTS", "RELAXES", "OVERTURNS")
 CONFIRMED, RELABELLED, DISMISSED = "confirmed", "relabelled", "dismissed"
 # A curator's label that is not marked decisive: below `move` alone, so one confirmation moves no
@@ -215,6 +230,19 @@ class Thresholds:
         return item.judge in self.confirm_judges or item.second_look == DISAGREED
 
 
+def strength_scale(th: Thresholds) -> str:
+    """The numbers in plain words: the one sentence every digest, board page and `monitor show` prints
+    beside them, so "RELAXES 0.50" and "strength 0.50" never go unexplained."""
+    return (
+        "How to read the numbers: a label's number (RELAXES 0.50) is its judge's confidence, from 0 to 1. "
+        "A side's strength is the chance that at least one of its papers is right, each weighed at its "
+        "confidence capped at how often that judge was right on that label when measured: 0.50 is a "
+        f"coin toss. A side at {th.move:.2f} moves a verdict (DURABLE, PERISHABLE or CONTESTED), "
+        f"OVERTURNS at {th.overturn:.2f} makes it OVERTURNED; weaker evidence that counts leaves it "
+        "UNSETTLED, and with none that counts it is UNTESTED."
+    )
+
+
 def _stored_names(by_judge: Any) -> Any:
     """Config names judges as users do ("embedded"); the rules compare the stored name ("local")."""
     if isinstance(by_judge, Mapping):
@@ -267,7 +295,9 @@ class EvidenceSummary:
     def sentence(self) -> str:
         """One sentence, the same wherever the claim is shown."""
         if not self.related:
-            return "no relevant paper found yet"
+            # Not "no relevant paper found": the rules do not know who read the candidates, nor what
+            # the relevance stage never picked; the digest says what was read (docs/verdicts.md).
+            return "no paper judged relevant yet"
         total = sum(self.counted.values())
         labels = ", ".join(f"{n} {label}" for label, n in self.counted.items() if n)
         counting = f"{_papers(total)} count{'s' if total == 1 else ''} ({labels})"
@@ -309,7 +339,7 @@ class EvidenceSummary:
     def totals_sentence(self) -> str:
         """The totals over claims in words: pairs of a claim and a paper, since a paper may bear on two."""
         if not self.related:
-            return "No claim has a relevant paper yet"
+            return "No paper judged relevant to any claim yet"
         withheld = sum(self.withheld.values())
         parts = [
             f"{sum(self.counted.values())} count",
@@ -530,7 +560,7 @@ def strength(item: EvidenceItem) -> tuple[int, int, float, str]:
 
 
 def classify(items: list[EvidenceItem], th: Thresholds) -> tuple[str, list[EvidenceItem]]:
-    """Rules 3-7 on items that already passed rule 1: the status and the papers that set it."""
+    """Rules 3-8 on items that already passed rule 1: the status and the papers that set it."""
     items = [i for i in items if not th.held(i)]
     side = strengths(items, th)
 
@@ -545,7 +575,8 @@ def classify(items: list[EvidenceItem], th: Thresholds) -> tuple[str, list[Evide
         return PERISHABLE, having("RELAXES", "OVERTURNS")
     if side["SUPPORTS"] >= th.move:
         return DURABLE, having("SUPPORTS")
-    return UNTESTED, []
+    # Evidence that counts but moves nothing yet is not "untested": a reader must tell the two apart.
+    return (UNSETTLED if items else UNTESTED), []
 
 
 def decide(

@@ -23,6 +23,7 @@ from monitor.text import quoted
 from monitor.verdicts.rollup import CurrentVerdict, claim_dates, load_evidence, stored_outcome
 from monitor.verdicts.rules import (
     COUNTS,
+    MEANINGS,
     SOURCE,
     UNTESTED,
     WAITS,
@@ -33,6 +34,7 @@ from monitor.verdicts.rules import (
     Thresholds,
     evidence_cutoff,
     standing,
+    strength_scale,
 )
 
 CLAIM_SHOWN = 90  # characters of a claim the verdict table shows
@@ -42,6 +44,7 @@ STYLE = {
     "CONTESTED": "magenta",
     "PERISHABLE": "yellow",
     "DURABLE": "green",
+    "UNSETTLED": "blue",
     "UNTESTED": "dim",
 }
 
@@ -94,6 +97,7 @@ class ClaimDetail:
     history: list[HistoryLine] = field(default_factory=list)
     for_review: int = 0
     summary: EvidenceSummary | None = None  # None: no verdict computed yet, so nothing summarised
+    scale: str = ""  # the numbers in plain words (rules.strength_scale), printed beside them
 
     @property
     def evidence_sentence(self) -> str:
@@ -172,6 +176,7 @@ def claim_detail(store: Store, settings: Settings, claim_id: str) -> ClaimDetail
             history=history,
             for_review=len(outcome.for_review) if outcome is not None else 0,
             summary=outcome.summary if outcome is not None else None,
+            scale=strength_scale(th),
         )
     for item in sorted(items, key=lambda i: i.published or dt.date.min, reverse=True):
         kind, why = standing(item, cutoff, as_of, th)
@@ -186,15 +191,19 @@ def _quoted(evidence: str) -> str:
 def print_claim(console: Console, d: ClaimDetail) -> None:
     console.print(
         f"[bold]{escape(d.id)}[/]  [{STYLE.get(d.status, '')}]{d.status}[/]"
-        + ("  (retired)" if d.retired else "")
+        + (f": {MEANINGS[d.status]}" if d.status in MEANINGS else "")
+        + ("  (retired)" if d.retired else ""),
+        soft_wrap=True,
     )
     # Prose wraps at words to the width (a terminal would cut a soft-wrapped line anywhere).
     console.print(escape(plain_text(d.text)))
     cutoff = f"papers after {d.cutoff}" if d.cutoff else "every paper"
     console.print(f"date: {escape(d.date_text or 'undated')}  (counts {cutoff})")
     for line_id, question in d.lines:
-        console.print(f"line {escape(line_id)}: {escape(plain_text(question))}")
-    console.print(f"evidence: {escape(d.evidence_sentence)}")
+        console.print(f"line {escape(line_id)}: {escape(plain_text(question))}", soft_wrap=True)
+    console.print(f"evidence: {escape(d.evidence_sentence)}", soft_wrap=True)
+    if d.scale:
+        console.print(escape(d.scale), soft_wrap=True, style="dim", highlight=False)
     relevant = [e for e in d.evidence if e.item.label != "UNRELATED"]
     unrelated = len(d.evidence) - len(relevant)
     if relevant:
@@ -253,3 +262,6 @@ def print_verdicts(console: Console, rows: list[CurrentVerdict], as_json: bool =
             escape(r.summary),
         )
     print_table(console, table)
+    # What each verdict shown means: UNSETTLED (papers count) and UNTESTED (none does) read alike.
+    for status in (s for s in MEANINGS if any(r.status == s for r in rows)):
+        console.print(f"{status}: {MEANINGS[status]}", soft_wrap=True, highlight=False)

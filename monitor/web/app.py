@@ -248,8 +248,10 @@ def claim(request: Request) -> Response:
     claim_id = request.path_params["claim_id"]
     if refused := too_long(app, request, claim_id, "claim"):
         return refused
+    number = request.query_params.get("page", "1")
     try:
-        page = pages.claim_page(app.store, app.settings, claim_id)
+        wanted = int(number) if number.isdigit() else 1  # evidence pages stay small (pages.CARDS_PER_PAGE)
+        page = pages.claim_page(app.store, app.settings, claim_id, wanted)
     except MonitorError as exc:
         return app.refused(request, exc, 404)
     return app.render(request, "claim.html.j2", page=page, plot=layout(page.series))

@@ -2,17 +2,19 @@
 
 The board reads `current_verdicts` (what `monitor verdicts` prints), the claim page `claim_detail`
 (what `monitor show` prints) and the review page `review_queue` (what `monitor review` walks), so a
-browser and a terminal never disagree. Nothing here builds SQL or HTML.
+browser and a terminal never disagree. Nothing here builds SQL or HTML. Text from papers and claims
+carries LaTeX and Markdown: the pages get it as plain text (`monitor.markup.plain_text`), as the
+digests print it, and the templates escape it.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections import defaultdict
 from dataclasses import dataclass, field
 
 from monitor.config import Settings, shown_judge
 from monitor.errors import InputError
+from monitor.markup import plain_text
 from monitor.report.period import Period, custom
 from monitor.review.queue import ReviewItem, queue_overview, review_queue
 from monitor.review.rewording import ProposalView, open_views
@@ -35,17 +37,37 @@ from monitor.verdicts.rollup import (
 )
 from monitor.verdicts.rules import (
     COUNTS,
+    MEANINGS,
+    OUT,
+    SOURCE,
     STANCES,
+    WAITS,
+    WITHHELD,
+    EvidenceItem,
     Thresholds,
     counting_between,
     evidence_cutoff,
     standing,
+    strength_scale,
     strengths,
 )
 from monitor.verdicts.show import ClaimDetail, EvidenceLine, claim_detail
 from monitor.web.plot import SIDES, Series
 
 LABEL_ORDER = (*STANCES, "UNRELATED")
+# How a claim page groups its evidence: by how each assessment stands toward the verdict (rules.standing),
+# never by the label alone, so a withheld leaning is not shown as if it were a stance.
+GROUPS = (
+    (COUNTS, "Counts toward the verdict"),
+    (WAITS, "Waits for a curator: a stated stance from a judge whose labels need confirming"),
+    (WITHHELD, "Withheld: related, but its stance is not trusted (counts for nothing)"),
+    (SOURCE, "The claim's own sources: shown, never counted"),
+    (OUT, "Read and found unrelated, or not counted"),
+)
+# Evidence cards a claim page shows at once (each carries its abstract), and rows of papers read and
+# found unrelated (a title each, folded): pages stay small (issue 31), whatever the claim's history.
+CARDS_PER_PAGE = 25
+UNRELATED_PER_PAGE = 150
 
 
 @dataclass
@@ -60,6 +82,10 @@ class BoardRow:
     def sentence(self) -> str:
         summary = self.verdict.evidence_summary
         return summary.sentence() if summary is not None else self.verdict.summary
+
+    @property
+    def text(self) -> str:
+        return plain_text(self.verdict.text)
 
 
 @dataclass
@@ -88,6 +114,8 @@ class Board:
     lines: list[tuple[str, str]]  # (id, question)
     period: Period | None
     waiting: int
+    scale: str = ""  # the numbers in plain words (rules.strength_scale)
+    meanings: dict[str, str] = field(default_factory=lambda: dict(MEANINGS))
 
 
 def _period(store: Store) -> Period | None:
@@ -113,7 +141,8 @@ def board(store: Store, settings: Settings, filters: Filters) -> Board:
         dated = claims[v.claim_id].date_start is not None
         rows.append(BoardRow(v, dated, strength, new, waiting[v.claim_id]))
     kept = [r for r in rows if filters.keeps(r)]
-    return Board(kept, len(rows), lines, period, sum(waiting.values()))
+    scale = strength_scale(Thresholds.from_settings(settings.verdicts))
+    return Board(kept, len(rows), lines, period, sum(waiting.values()), scale)
 
 
 @dataclass
@@ -126,7 +155,8 @@ class Quoted:
 
 
 def highlight(abstract: str, quote: str) -> Quoted:
-    quote = quote.strip().strip('"“”')
+    """The abstract around the quote, both as plain text (the quote is marked where it is found)."""
+    abstract, quote = plain_text(abstract), plain_text(quote.strip().strip('"“”'))
     at = abstract.find(quote) if quote else -1
     if at < 0 and quote:
         at = abstract.casefold().find(quote.casefold())
@@ -135,15 +165,58 @@ def highlight(abstract: str, quote: str) -> Quoted:
     return Quoted(abstract[:at], abstract[at : at + len(quote)], abstract[at + len(quote) :])
 
 
+def label_shown(item: EvidenceItem, kind: str) -> str:
+    """An assessment's label as the board names it: a withheld leaning or a stance waiting for a curator
+    is not stated as a finding."""
+    said = f"{item.label} {item.confidence:.2f}"
+    if kind == WITHHELD and item.abstained:
+        return f"leans {said}"  # under the "Withheld" heading, its reason beside it
+    if kind == WAITS:
+        return f"suggests {said}"
+    return said
+
+
+@dataclass
+class Card:
+    """One assessment on a claim page, its paper's text plain and its abstract split around the quote."""
+
+    line: EvidenceLine
+    title: str
+    label: str
+    abstract: Quoted | None  # None: a compact card (read and found unrelated, not counted)
+    rationale: str
+
+    @property
+    def item(self) -> EvidenceItem:
+        return self.line.item
+
+
+@dataclass
+class Group:
+    kind: str
+    heading: str
+    total: int  # in all, across pages
+    cards: list[Card] = field(default_factory=list)
+
+
 @dataclass
 class ClaimPage:
     detail: ClaimDetail
-    groups: list[tuple[str, list[EvidenceLine]]]
-    abstracts: dict[str, Quoted]  # ref -> split abstract
+    text: str  # the claim, plain
+    groups: list[Group]  # this page's cards, grouped by how they stand
     decisions: dict[str, Decision]  # arxiv id -> the curator's decision in force
     anchors: list[Anchor]
     series: Series
     wordings: list[ClaimRewording]
+    page: int = 1
+    pages: int = 1
+    related: int = 0  # assessments that bear on the claim (every group but OUT)
+    scale: str = ""
+    lines: list[tuple[str, str]] = field(default_factory=list)  # (line id, question), plain
+
+    @property
+    def meaning(self) -> str:
+        return MEANINGS.get(self.detail.status, "")
 
 
 def _series(store: Store, settings: Settings, detail: ClaimDetail) -> Series:
@@ -166,24 +239,49 @@ def _series(store: Store, settings: Settings, detail: ClaimDetail) -> Series:
     return series
 
 
-def claim_page(store: Store, settings: Settings, claim_id: str) -> ClaimPage:
+def claim_page(store: Store, settings: Settings, claim_id: str, page: int = 1) -> ClaimPage:
+    """The claim and its evidence grouped by standing, `CARDS_PER_PAGE` cards a page (page 1 first)."""
     detail = claim_detail(store, settings, claim_id)
-    grouped: dict[str, list[EvidenceLine]] = defaultdict(list)
-    for line in detail.evidence:
-        grouped[line.item.label].append(line)
-    groups = [(label, grouped[label]) for label in LABEL_ORDER if grouped.get(label)]
+    order = {kind: i for i, (kind, _) in enumerate(GROUPS)}
+    ranked = sorted(detail.evidence, key=lambda e: order.get(e.standing, len(GROUPS)))  # stable: newest first
+    related = [e for e in ranked if e.standing != OUT]
+    unrelated = [e for e in ranked if e.standing == OUT]
+    pages = max(1, -(-len(related) // CARDS_PER_PAGE), -(-len(unrelated) // UNRELATED_PER_PAGE))
+    page = min(max(1, page), pages)
+    shown = related[(page - 1) * CARDS_PER_PAGE : page * CARDS_PER_PAGE]
+    shown += unrelated[(page - 1) * UNRELATED_PER_PAGE : page * UNRELATED_PER_PAGE]
+    totals = {kind: sum(1 for e in ranked if e.standing == kind) for kind, _ in GROUPS}
     with store.session() as s:
-        keys = [(e.item.arxiv_id, e.item.version) for e in detail.evidence]
+        keys = [(e.item.arxiv_id, e.item.version) for e in shown if e.standing != OUT]
         texts = abstracts_of(s, keys)
-        abstracts = {
-            e.item.ref: highlight(texts.get((e.item.arxiv_id, e.item.version), ""), e.item.evidence)
-            for e in detail.evidence
-        }
         decisions = {paper: d for (_, paper), d in decisions_in_force(s, [detail.id]).items()}
         anchors = anchors_of_lines(s, [line_id for line_id, _ in detail.lines])
         wordings = wording_history(s, detail.id)
+    groups: list[Group] = []
+    for e in shown:
+        if not groups or groups[-1].kind != e.standing:
+            heading = dict(GROUPS).get(e.standing, e.standing)
+            groups.append(Group(e.standing, heading, totals.get(e.standing, 0)))
+        abstract = None
+        if e.standing != OUT:
+            abstract = highlight(texts.get((e.item.arxiv_id, e.item.version), ""), e.item.evidence)
+        title, rationale = plain_text(e.item.title), plain_text(e.item.rationale)
+        groups[-1].cards.append(Card(e, title, label_shown(e.item, e.standing), abstract, rationale))
     series = _series(store, settings, detail)
-    return ClaimPage(detail, groups, abstracts, decisions, anchors, series, wordings)
+    return ClaimPage(
+        detail,
+        plain_text(detail.text),
+        groups,
+        decisions,
+        anchors,
+        series,
+        wordings,
+        page=page,
+        pages=pages,
+        related=len(related),
+        scale=detail.scale,
+        lines=[(line_id, plain_text(question)) for line_id, question in detail.lines],
+    )
 
 
 @dataclass
@@ -197,6 +295,11 @@ class PaperClaim:
     standing: str
     why: str
 
+    @property
+    def bears(self) -> bool:
+        """It bears on the claim: a stance (stated, withheld or a curator's), not unrelated or dismissed."""
+        return self.label != "UNRELATED" and self.why != "dismissed by a curator"
+
 
 @dataclass
 class PaperPage:
@@ -207,6 +310,16 @@ class PaperPage:
     published: dt.date | None
     authors: list[str]
     claims: list[PaperClaim] = field(default_factory=list)
+    scale: str = ""
+
+    @property
+    def bearing(self) -> list[PaperClaim]:
+        return [c for c in self.claims if c.bears]
+
+    @property
+    def unrelated(self) -> list[PaperClaim]:
+        """Claims the paper was read against and found unrelated (or a curator dismissed): folded."""
+        return [c for c in self.claims if not c.bears]
 
 
 def paper_page(store: Store, settings: Settings, arxiv_id: str) -> PaperPage:
@@ -216,7 +329,13 @@ def paper_page(store: Store, settings: Settings, arxiv_id: str) -> PaperPage:
         if paper is None:
             raise InputError("paper", None, f"no paper {arxiv_id!r} in the store")
         page = PaperPage(
-            paper.arxiv_id, paper.version, paper.title, paper.abstract, paper.published, list(paper.authors)
+            paper.arxiv_id,
+            paper.version,
+            plain_text(paper.title),
+            plain_text(paper.abstract),
+            paper.published,
+            list(paper.authors),
+            scale=strength_scale(th),
         )
         claims = active_claims(s, claims_judged_on(s, arxiv_id))
         dates = claim_dates(s, claims)
@@ -229,11 +348,11 @@ def paper_page(store: Store, settings: Settings, arxiv_id: str) -> PaperPage:
                 page.claims.append(
                     PaperClaim(
                         claim.id,
-                        claim.text,
+                        plain_text(claim.text),
                         item.label,
                         item.confidence,
                         shown_judge(item.judge),
-                        item.evidence,
+                        plain_text(item.evidence),
                         kind,
                         why,
                     )
