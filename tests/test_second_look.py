@@ -123,8 +123,8 @@ def test_an_agreeing_second_reading_counts_with_its_strength_quote_and_the_lower
     evidence = item(store, settings)
     assert (evidence.strength, evidence.confidence, evidence.evidence) == ("indirect", 0.8, SECOND_QUOTE)
     assert evidence.rationale == "closer reading"
-    # Indirect evidence weighs three quarters: one such paper moves no verdict (0.8 cap x 0.75 < 0.8).
-    assert outcome(store, settings).status == "UNTESTED"
+    # Indirect evidence weighs three quarters: one such paper counts but moves no verdict (0.8 x 0.75).
+    assert outcome(store, settings).status == "UNSETTLED"
     # Both exchanges are logged, the second under its own provider and prompt version.
     with store.session() as s:
         providers = sorted(e.provider for e in s.scalars(select(LLMExchange)))
