@@ -236,7 +236,9 @@ def strength_scale(th: Thresholds) -> str:
     return (
         "How to read the numbers: a label's number (RELAXES 0.50) is its judge's confidence, from 0 to 1. "
         "A side's strength is the chance that at least one of its papers is right, each weighed at its "
-        "confidence capped at how often that judge was right on that label when measured: 0.50 is a "
+        "confidence capped at how often that judge was right on that label when measured, and by how "
+        "directly its finding speaks to the claim (direct in full, indirect three quarters, weak 0.4, and "
+        "weak papers alone never move a verdict): 0.50 is a "
         f"coin toss. A side at {th.move:.2f} moves a verdict (DURABLE, PERISHABLE or CONTESTED), "
         f"OVERTURNS at {th.overturn:.2f} makes it OVERTURNED; weaker evidence that counts leaves it "
         "UNSETTLED, and with none that counts it is UNTESTED."
