@@ -332,6 +332,9 @@ def test_strength_weighs_a_label_and_weak_papers_alone_move_nothing() -> None:
     assert alone.status == UNSETTLED and alone.strength["AGAINST"] == pytest.approx(WEAK_SIDE_CAP)
     with_one = decide([*weak, replace(item("RELAXES", 0.5, day), strength="indirect")], TH, MAY_2025)
     assert with_one.status == PERISHABLE and with_one.strength["AGAINST"] > 0.9
+    # Unsure labels do not add up to a verdict either: eight indirect RELAXES at 0.45 stay below it.
+    unsure = [replace(item("RELAXES", 0.45, day), strength="indirect") for _ in range(8)]
+    assert decide(unsure, TH, MAY_2025).strength["AGAINST"] == pytest.approx(WEAK_SIDE_CAP)
 
 
 def test_a_second_reading_pending_withholds_and_a_disagreement_waits_for_a_curator() -> None:

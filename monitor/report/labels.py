@@ -9,7 +9,7 @@ STRENGTHS = ("direct", "indirect", "weak")
 
 
 def label_phrase(item: EvidenceItem, unconfirmed: bool = False) -> str:
-    """An assessment's label as the digest prints it, beside its paper: "RELAXES, indirect, 0.70
+    """An assessment's label as the digest prints it, beside its paper: "RELAXES 0.70, indirect evidence
     (openai judge, read twice)".
 
     The one place, so the strength of the judge's evidence and the state of its second reading show
@@ -19,8 +19,8 @@ def label_phrase(item: EvidenceItem, unconfirmed: bool = False) -> str:
     judge = shown_judge(item.judge)
     if item.abstained:
         return f"related, stance unclear (leans {item.label} {item.confidence:.2f}, {judge} judge)"
-    strength = f", {item.strength}" if item.strength in STRENGTHS else ""
-    stated = f"{item.label}{strength} {item.confidence:.2f}"
+    strength = f", {item.strength} evidence" if item.strength in STRENGTHS else ""
+    stated = f"{item.label} {item.confidence:.2f}{strength}"
     if item.second_look == "disagreed" and not item.reviewed:
         other = item.second_label or "another label"
         return f"readings disagree: {stated} on one reading, {other} on the other ({judge} judge); for review"

@@ -16,8 +16,9 @@ order (docs/verdicts.md explains them for users, with worked examples):
 2. Each counted label has a *weight*: its confidence, capped at the precision measured for its judge
    and label (`monitor eval`), since a judge's self-reported confidence can run ahead of how often it
    is right, times its evidence's strength factor (`STRENGTH_FACTOR`: direct 1, indirect 0.75, weak
-   0.4), so an indirect finding needs corroboration and weak ones several, and a side of weak papers
-   only never moves a verdict (`WEAK_SIDE_CAP`). A side's *strength* is
+   0.4), so an indirect finding needs corroboration and weak ones several; and a side moves a verdict
+   only when one of its papers is a confident finding (stated at 0.5 or more, not weak; or a
+   curator's), else it weighs at most `WEAK_SIDE_CAP`. A side's *strength* is
    the chance that at least one of its distinct papers is right, 1 - prod(1 - w) over papers (a
    paper's best weight, once), so a verdict moves on several papers or one strong one, never on one
    weak label. A curator's confirmed or relabelled label weighs
@@ -92,7 +93,10 @@ PENDING, AGREED, DISAGREED = "pending", "agreed", "disagreed"
 # (confounded, correlational, built to show the effect) several. A label with no strength (the embedded
 # judge's, older rows) weighs as before.
 STRENGTH_FACTOR = {"direct": 1.0, "indirect": 0.75, "weak": 0.4}
-# The most a side of weak papers only can weigh: below every threshold a verdict moves at (`move`, 0.8).
+# A side moves a verdict only when one of its papers is a confident finding: stated at ANCHOR_CONFIDENCE
+# or more, and not weak (or a curator's label). Without one it weighs at most WEAK_SIDE_CAP, below every
+# threshold a verdict moves at (`move`, 0.8): many unsure or weak labels never add up to a verdict.
+ANCHOR_CONFIDENCE = 0.5
 WEAK_SIDE_CAP = 0.6
 
 # The name the embedded judge's assessments are stored under (config and output call it "embedded").
@@ -237,8 +241,8 @@ def strength_scale(th: Thresholds) -> str:
         "How to read the numbers: a label's number (RELAXES 0.50) is its judge's confidence, from 0 to 1. "
         "A side's strength is the chance that at least one of its papers is right, each weighed at its "
         "confidence capped at how often that judge was right on that label when measured, and by how "
-        "directly its finding speaks to the claim (direct in full, indirect three quarters, weak 0.4, and "
-        "weak papers alone never move a verdict): 0.50 is a "
+        "directly its finding speaks to the claim (direct in full, indirect three quarters, weak 0.4); a "
+        "side moves a verdict only with at least one confident finding (0.50 or more, not weak): 0.50 is a "
         f"coin toss. A side at {th.move:.2f} moves a verdict (DURABLE, PERISHABLE or CONTESTED), "
         f"OVERTURNS at {th.overturn:.2f} makes it OVERTURNED; weaker evidence that counts leaves it "
         "UNSETTLED, and with none that counts it is UNTESTED."
@@ -533,19 +537,25 @@ def counts(item: EvidenceItem, cutoff: dt.date | None, as_of: dt.date | None, th
 
 
 def side_strength(items: list[EvidenceItem], labels: tuple[str, ...], th: Thresholds) -> float:
-    """Rule 2: the chance that at least one distinct paper with one of `labels` is right; a side whose
-    papers are all weak (as the judge states strength) stays below `WEAK_SIDE_CAP`: weak evidence alone,
-    however much of it, moves no verdict."""
+    """Rule 2: the chance that at least one distinct paper with one of `labels` is right; a side with no
+    confident finding (`anchors`) stays below `WEAK_SIDE_CAP`: unsure or weak labels alone, however many,
+    move no verdict."""
     best: dict[str, float] = {}
-    weak_only = True
+    anchored = False
     for item in items:
         if item.label in labels:
             best[item.arxiv_id] = max(best.get(item.arxiv_id, 0.0), th.weight(item))
-            weak_only = weak_only and item.strength == "weak" and not item.reviewed
+            anchored = anchored or anchors(item)
     missed = 1.0
     for weight in best.values():
         missed *= 1.0 - weight
-    return min(1.0 - missed, WEAK_SIDE_CAP) if best and weak_only else 1.0 - missed
+    return 1.0 - missed if anchored else min(1.0 - missed, WEAK_SIDE_CAP)
+
+
+def anchors(item: EvidenceItem) -> bool:
+    """A paper that can carry a side to a verdict: a curator's label, or a judge's stated at
+    ANCHOR_CONFIDENCE or more on evidence that is not weak."""
+    return item.reviewed or (item.confidence >= ANCHOR_CONFIDENCE and item.strength != "weak")
 
 
 def strengths(items: list[EvidenceItem], th: Thresholds) -> dict[str, float]:
