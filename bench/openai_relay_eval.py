@@ -1,17 +1,19 @@
 """The `openai` judge on the dev sets, the teacher answering through llm_relay.py: what a key buys.
 
-    python bench/openai_relay_eval.py --pairs ../shared/eval/domain_dev.jsonl --answers ANSWERS.jsonl \
-        [--prompts DIR] [--lines LINES.json]
+    python bench/openai_relay_eval.py --pairs ../shared/eval/domain_dev.jsonl --answers FILE [FILE ...] \
+        [--record OUT] [--prompts DIR] [--lines LINES.json] [--second-look all|moving|none]
 
-ANSWERS are the teacher's replies to the requests `monitor eval --judge openai --pairs PAIRS` sends
-(recorded with `llm_relay.py collect`; the teacher never sees the gold labels). This starts the relay
-in replay mode and runs `monitor eval --judge openai --json` against it: requests, parsing, the
-corrective turn and grounding are the project's own. Prints the eval JSON.
+The answers are the teacher's replies to the requests `monitor eval --judge openai --pairs PAIRS` sends
+(the first readings, then the second looks they call for; the teacher never sees the gold labels). This
+starts `llm_relay.py mixed` (bench/relay.py), which records any request it has no answer for into
+`--record` (for a next round), and runs `monitor eval --judge openai --json` against it: requests,
+parsing, the corrective turn, grounding and the second look are the project's own. Prints the scores
+after the second look (a pair whose two readings disagree is withheld, as the pipeline sends it to a
+curator) and of the first reading alone, each label's precision and recall, and the withheld share.
 
 Answers fit the prompts they were given under: `--prompts training/teacher/prompts` for the answers in
-training/teacher/dev_answers/ (prompt 76986db88a0e), the default prompts/ for those in
-training/teacher/dev_answers_v2/. `--lines` (a JSON list of 1-based line numbers) scores only those
-pairs, so two prompt versions can be compared on the same subset.
+training/teacher/dev_answers/ (prompt 76986db88a0e), with `--second-look none` as then. `--lines` (a
+JSON list of 1-based line numbers) scores only those pairs.
 """
 
 from __future__ import annotations
@@ -21,49 +23,92 @@ import json
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training"))
-from build_teacher_set import REPO, read_jsonl, relay_server  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from relay import REPO, first_turns, kind_of, read_jsonl, relay  # noqa: E402
 
 from monitor.judge.evaluate import score  # noqa: E402
+
+BEARING = ("SUPPORTS", "RELAXES", "OVERTURNS")
+
+
+def stated(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each label's precision and recall among the labels stated (withheld pairs state none)."""
+    out: dict[str, Any] = {}
+    for label in (*BEARING, "UNRELATED"):
+        said = [r for r in rows if r["predicted"] == label and not r["abstained"]]
+        support = sum(1 for r in rows if r["gold"] == label)
+        right = sum(1 for r in said if r["gold"] == label)
+        out[label] = {
+            "precision": round(right / len(said), 3) if said else None,
+            "recall": round(right / support, 3) if support else None,
+            "stated": len(said),
+            "support": support,
+        }
+    return out
+
+
+def scores(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
+    gold, predicted = [r["gold"] for r in rows], [r[key] or r["predicted"] for r in rows]
+    result = score(gold, predicted)
+    return {
+        "n": result.n,
+        "macro_f1": round(result.macro_f1, 4),
+        "accuracy": round(result.accuracy, 4),
+        "per_class": {
+            k: {m: round(v, 3) if isinstance(v, float) else v for m, v in asdict(s).items()}
+            for k, s in result.per_class.items()
+        },
+        "confusion": result.confusion,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pairs", type=Path, required=True)
-    parser.add_argument("--answers", type=Path, required=True)
+    parser.add_argument("--answers", type=Path, nargs="+", required=True)
+    parser.add_argument("--record", type=Path, help="where requests without an answer are recorded")
     parser.add_argument("--prompts", type=Path, default=REPO / "prompts", help="the prompts the answers fit")
     parser.add_argument("--lines", type=Path, help="JSON list of 1-based line numbers to score")
+    parser.add_argument("--second-look", choices=("all", "moving", "none"), default="all")
     args = parser.parse_args()
-    with relay_server(read_jsonl(args.answers), args.prompts) as env, tempfile.TemporaryDirectory() as tmp:
-        predictions = Path(tmp) / "predictions.jsonl"
-        command = ["monitor", "eval", "--judge", "openai", "--pairs", str(args.pairs.resolve()), "--json"]
-        done = subprocess.run(
-            [*command, "--predictions", str(predictions)], env=env, check=True, capture_output=True, text=True
-        )
-        rows = read_jsonl(predictions)
-    report = json.loads(done.stdout)
+    with tempfile.TemporaryDirectory() as tmp:
+        record = args.record or Path(tmp) / "recorded.jsonl"
+        with relay(args.answers, record) as env:
+            env["MONITOR_JUDGE__PROMPTS_DIR"] = str(args.prompts.resolve())
+            env["MONITOR_JUDGE__SECOND_LOOK"] = args.second_look
+            predictions = Path(tmp) / "predictions.jsonl"
+            command = ["monitor", "eval", "--judge", "openai", "--pairs", str(args.pairs.resolve()), "--json"]
+            subprocess.run(
+                [*command, "--predictions", str(predictions)],
+                env=env,
+                check=True,
+                capture_output=True,
+                text=True,
+            )
+            rows = read_jsonl(predictions)
+        to_answer = dict(Counter(kind_of(r) for r in first_turns(record)))
     if args.lines:
         wanted = set(json.loads(args.lines.read_text()))
         rows = [r for number, r in enumerate(rows, start=1) if number in wanted]
-        gold, predicted = [r["gold"] for r in rows], [r["predicted"] for r in rows]
-        scored = score(gold, predicted)
-        report = {"n": len(rows), "macro_f1": scored.macro_f1, "accuracy": scored.accuracy}
-        report["errors"] = sum(1 for r in rows if r.get("error"))
-        report["per_class"] = {k: asdict(v) for k, v in scored.per_class.items()}
-    keep = (
-        "n",
-        "macro_f1",
-        "macro_f1_3way",
-        "accuracy",
-        "errors",
-        "ungrounded",
-        "per_class",
-        "per_class_3way",
-    )
-    print(json.dumps({k: report[k] for k in keep if k in report}, indent=1))
+    withheld = [r for r in rows if r["abstained"]]
+    report = {
+        "pairs": str(args.pairs),
+        "after_second_look": scores(rows, "predicted"),
+        "first_reading": scores(rows, "first_label"),
+        "stated_after_second_look": stated(rows),
+        "withheld_for_a_curator": len(withheld),
+        "withheld_gold": dict(Counter(r["gold"] for r in withheld)),
+        "second_looks": dict(Counter(r["second_look"] for r in rows if r["second_look"])),
+        "errors": sum(1 for r in rows if r.get("error")),
+        "ungrounded": sum(1 for r in rows if not r["grounded"] and not r.get("error")),
+        "to_answer": to_answer,
+    }
+    print(json.dumps(report, indent=1))
 
 
 if __name__ == "__main__":

@@ -1,142 +1,174 @@
-"""The two-stage relevance stage (first cut + LLM screen) on the domain dev pairs, against any
-OpenAI-compatible server.
+"""Recall of the LLM screen of every claim, screened for real, with the teacher answering its requests.
 
-    python bench/screen_eval.py --base-url URL --model NAME [--sample 200] [--screen-share 0.2]
-    (the key, if the server needs one, comes from OPENAI_API_KEY)
+    python bench/screen_eval.py --set dev|teacher-seed|teacher-other [--answers FILE ...] [--record OUT]
 
-For each labelled pair of eval/domain_dev.jsonl whose label is not UNRELATED, and for a random sample
-of corpus papers, it runs the first stage exactly as `select_candidates` does (hybrid score against
-every seed claim, per-claim cuts learned on the reference sample at `--screen-share`) and sends each
-paper's first-cut claims to the screen. It prints:
+Each set is a claim library and papers whose bearing on some of its claims is labelled:
 
-- first-cut recall (the ceiling), and recall after the screen: positives whose claim the model kept;
-- the share of all (paper, claim) pairs kept, estimated on the random sample (the 2% budget's measure);
-- calls, tokens and seconds, and the tokens a whole-corpus backfill would take at this rate.
+- dev: the seeds' 35 claims and the 39 papers of ../shared/eval/domain_dev.jsonl (29 bearing pairs);
+- teacher-seed: the seeds' claims and the papers of the teacher set's `test` split that bear on one of
+  them (146 pairs, 100 papers; labelled by the teacher in an earlier round, not by these answers);
+- teacher-other: the teacher set's 64 other dated claims and the `test` papers that bear on one (16).
 
-What it measures is the model's: with the tests' SmolLM2-135M it shows only that the loop works.
+A fresh SQLite store gets the library and the papers; the relevance stage writes every (paper, claim)
+pair pending and the screen asks `llm_relay.py mixed` (bench/relay.py), which answers from `--answers`
+and records any request it lacks into `--record` (then answered by the teacher, who never sees a label:
+training/teacher_tool.py). Printed: the screen's recall of the labelled bearing pairs, the share of all
+pairs it keeps, and its calls and tokens (the cached part as the relay reports it), priced at
+gpt-4o-mini's rates. Held-out papers (../shared/eval/heldout_papers.txt) are never used.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import random
+import sys
 import tempfile
-import time
 from pathlib import Path
+from typing import Any
 
-import numpy as np
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from pydantic import SecretStr  # noqa: E402
+from relay import REPO, SHARED, first_turns, read_jsonl, relay  # noqa: E402
 
-from monitor.claims.ids import claim_id
-from monitor.claims.importer import import_claims
-from monitor.config import Settings
-from monitor.llm.texts import ClaimText, Exchange, PaperText
-from monitor.relevance.reference import claim_cuts
-from monitor.relevance.scoring import PaperDoc
-from monitor.relevance.screen import LLMScreen
-from monitor.relevance.select import load_claim_queries, make_scorer
-from monitor.store import open_store
+from monitor.claims.importer import import_claims  # noqa: E402
+from monitor.config import Settings  # noqa: E402
+from monitor.llm.cost import token_cost  # noqa: E402
+from monitor.relevance import select_candidates  # noqa: E402
+from monitor.sources.ingest import fetch  # noqa: E402
+from monitor.store import open_store  # noqa: E402
+from monitor.store.models import Candidate, Claim  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
+TEACHER = REPO / "training" / "teacher"
+ANSWERS = TEACHER / "issue30"
+
+
+def heldout() -> set[str]:
+    return set((SHARED / "eval" / "heldout_papers.txt").read_text().split())
+
+
+def labelled(name: str) -> tuple[list[dict[str, Any]], Path | None]:
+    """The set's labelled rows (claim, arxiv_id, title, abstract, published, label) and, for the other
+    claims, the claim file to import instead of the seeds."""
+    if name == "dev":
+        return read_jsonl(SHARED / "eval" / "domain_dev.jsonl"), None
+    # Only the papers that bear on a claim: what is measured is their recall (the kept share of all
+    # pairs is measured on a real week, bench/llm_path_week.py).
+    rows = [
+        r for r in read_jsonl(TEACHER / "pairs.jsonl") if r["split"] == "test" and r["label"] != "UNRELATED"
+    ]
+    if name == "teacher-seed":
+        return [r for r in rows if r["source"] == "seed"], None
+    other = [r for r in rows if r["source"].startswith("other:")]
+    return other, TEACHER / "other_claims.jsonl"
+
+
+def claims_file(other: Path, folder: Path) -> Path:
+    """The teacher's other dated claims as a claim file of one line each (docs/claims.md)."""
+    lines = []
+    for row in read_jsonl(other):
+        claim = {"text": row["claim"]}
+        if row.get("claim_date"):
+            claim["date"] = str(row["claim_date"])
+        lines.append({"question": f"{row.get('topic', 'other')}: {row['claim'][:60]}", "claims": [claim]})
+    path = folder / "other_claims.json.yaml"
+    path.write_text(json.dumps({"lines": lines}, ensure_ascii=False), encoding="utf-8")  # JSON is YAML
+    return path
+
+
+def snapshot(rows: list[dict[str, Any]], folder: Path) -> Path:
+    """The set's papers (one record each, held-out papers left out) as a JSONL snapshot to fetch."""
+    skip, seen, out = heldout(), set(), []
+    for row in rows:
+        if row["arxiv_id"] in skip or row["arxiv_id"] in seen:
+            continue
+        seen.add(row["arxiv_id"])
+        out.append(
+            {
+                "arxiv_id": row["arxiv_id"],
+                "version": 1,
+                "title": row["title"],
+                "abstract": row["abstract"],
+                "published": str(row.get("published") or "2026-01-01")[:10],
+                "categories": ["cs.CL"],
+            }
+        )
+    path = folder / "papers.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in out), encoding="utf-8")
+    return path
+
+
+def measure(name: str, answers: list[Path], record: Path) -> dict[str, Any]:
+    rows, other = labelled(name)
+    with tempfile.TemporaryDirectory() as tmp, relay(answers, record) as env:
+        folder = Path(tmp)
+        settings = Settings()
+        settings.database.url = f"sqlite:///{folder / 'm.db'}"
+        settings.llm.base_url, settings.llm.model = env["MONITOR_LLM__BASE_URL"], "teacher"
+        settings.llm.api_key = SecretStr(env["MONITOR_LLM__API_KEY"])
+        settings.llm.timeout_seconds, settings.llm.max_retries = 30.0, 1
+        store = open_store(settings.database.url)
+        try:
+            paths = [other and claims_file(other, folder) or REPO / "seeds"]
+            import_claims(store, settings, paths)  # type: ignore[list-item]
+            fetch(store, settings, source=str(snapshot(rows, folder)))
+            summary = select_candidates(store, settings)
+            with store.session() as s:
+                states = {
+                    (a, c): st
+                    for a, c, st in s.query(Candidate.arxiv_id, Candidate.claim_id, Candidate.screen)
+                }
+                ids = {text: cid for cid, text in s.query(Claim.id, Claim.text)}
+        finally:
+            store.close()
+    screened = summary.screened
+    assert screened is not None
+    skip = heldout()
+    positives = {
+        (r["arxiv_id"], ids.get(r["claim"], "?"))
+        for r in rows
+        if r["label"] != "UNRELATED" and r["arxiv_id"] not in skip
+    }
+    missing_claim = sum(1 for _, c in positives if c == "?")
+    kept = {pair for pair, st in states.items() if st == "kept"}
+    found = positives & kept
+    answered = sum(1 for st in states.values() if st in ("kept", "dropped"))
+    return {
+        "set": name,
+        "papers": len({a for a, _ in states}),
+        "pairs": len(states),
+        "answered": answered,
+        "pending": sum(1 for st in states.values() if st == "pending"),
+        "positives": len(positives),
+        "positives_unmatched_claim": missing_claim,
+        "recall": round(len(found) / len(positives), 4) if positives else None,
+        "found": len(found),
+        "missed": sorted(positives - kept),
+        "kept": len(kept),
+        "kept_share": round(len(kept) / answered, 4) if answered else None,
+        "calls": screened.calls,
+        "prompt_tokens": screened.prompt_tokens,
+        "cached_tokens": screened.cached_tokens,
+        "completion_tokens": screened.completion_tokens,
+        "usd_gpt4o_mini": round(
+            token_cost(
+                Settings(), screened.prompt_tokens, screened.completion_tokens, False, screened.cached_tokens
+            ),
+            4,
+        ),
+        "to_answer": len(first_turns(record)),
+    }
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--base-url", required=True)
-    ap.add_argument("--model", required=True)
-    ap.add_argument("--sample", type=int, default=200, help="random corpus papers for the share estimate")
-    ap.add_argument("--screen-share", type=float, default=0.20)
-    ap.add_argument("--claims-per-call", type=int, default=16)
-    ap.add_argument("--timeout", type=float, default=120.0)
-    ap.add_argument("--shared", type=Path, default=REPO.parent / "shared")
-    ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args()
-
-    settings = Settings()
-    settings.relevance.screen = "llm"
-    settings.relevance.screen_share = args.screen_share
-    settings.relevance.screen_claims_per_call = args.claims_per_call
-    settings.llm.base_url = args.base_url
-    settings.llm.model = args.model
-    settings.llm.timeout_seconds = args.timeout
-    if os.environ.get("OPENAI_API_KEY"):
-        from pydantic import SecretStr
-
-        settings.llm.api_key = SecretStr(os.environ["OPENAI_API_KEY"])
-
-    corpus = {}
-    with (args.shared / "arxiv" / "corpus.jsonl").open(encoding="utf-8") as fh:
-        for line in fh:
-            p = json.loads(line)
-            corpus[p["arxiv_id"]] = p
-    dev = [json.loads(line) for line in (args.shared / "eval" / "domain_dev.jsonl").open(encoding="utf-8")]
-    positives = [(r["arxiv_id"], claim_id(r["claim"])) for r in dev if r["label"] != "UNRELATED"]
-    sample = random.Random(args.seed).sample(sorted(corpus), args.sample)
-
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--set", choices=("dev", "teacher-seed", "teacher-other"), required=True)
+    parser.add_argument("--answers", type=Path, nargs="*", help="answer files (default: the kept ones)")
+    parser.add_argument("--record", type=Path, help="where requests without an answer are recorded")
+    args = parser.parse_args()
+    answers = args.answers if args.answers is not None else sorted(ANSWERS.glob("screen_*.jsonl"))
     with tempfile.TemporaryDirectory() as tmp:
-        store = open_store(f"sqlite:///{tmp}/screen.db")
-        import_claims(store, settings, [REPO / "seeds"])
-        with store.session() as session:
-            claims = load_claim_queries(session)
-        scorer = make_scorer(store, settings, claims)
-        cuts = claim_cuts(scorer, args.screen_share)
-        wanted = sorted({a for a, _ in positives} | set(sample))
-        docs = [
-            PaperDoc(0, a, int(corpus[a].get("version") or 1), corpus[a]["title"], corpus[a]["abstract"])
-            for a in wanted
-        ]
-        scores = scorer.score(docs)
-        first_cut = {
-            doc.arxiv_id: [claims[c] for c in np.flatnonzero(scores[:, i] >= cuts)]
-            for i, doc in enumerate(docs)
-        }
-        screen = LLMScreen(settings)
-        tokens = {"prompt": 0, "completion": 0, "calls": 0, "failed": 0}
-
-        def record(exchange: Exchange) -> int:
-            tokens["calls"] += 1
-            tokens["prompt"] += exchange.prompt_tokens
-            tokens["completion"] += exchange.completion_tokens
-            return tokens["calls"]
-
-        kept: dict[str, set[str]] = {}
-        began = time.monotonic()
-        for doc in docs:
-            chosen = first_cut[doc.arxiv_id]
-            kept[doc.arxiv_id] = set()
-            paper = PaperText(doc.arxiv_id, doc.version, doc.title, doc.abstract)
-            for start in range(0, len(chosen), args.claims_per_call):
-                part = [ClaimText(c.claim_id, c.text) for c in chosen[start : start + args.claims_per_call]]
-                try:
-                    ids, _ = screen.screen(paper, part, record)
-                except Exception as exc:  # noqa: BLE001 - a bench counts failures and goes on
-                    tokens["failed"] += 1
-                    print(f"  {doc.arxiv_id}: {exc}")
-                    continue
-                kept[doc.arxiv_id] |= ids
-        seconds = time.monotonic() - began
-        store.close()
-
-    in_cut = sum(any(c.claim_id == cid for c in first_cut[a]) for a, cid in positives)
-    hits = sum(cid in kept[a] for a, cid in positives)
-    first_share = sum(len(first_cut[a]) for a in sample) / (len(sample) * len(claims))
-    kept_share = sum(len(kept[a]) for a in sample) / (len(sample) * len(claims))
-    per_call = (tokens["prompt"] + tokens["completion"]) / max(tokens["calls"], 1)
-    print(f"model                {args.model} at {args.base_url} (screen prompt {screen.prompt_version})")
-    n = len(positives)
-    print(f"first cut            share {first_share:.4f} (sample of {len(sample)}), recall {in_cut}/{n}")
-    print(f"after the screen     share {kept_share:.4f}, recall {hits / n:.3f} ({hits}/{n})")
-    print(
-        f"cost                 {tokens['calls']} calls ({tokens['failed']} failed), "
-        f"{tokens['prompt']:,} prompt + {tokens['completion']:,} completion tokens, {seconds:.0f} s, "
-        f"{per_call:.0f} tokens a call"
-    )
-    papers_with_calls = sum(bool(first_cut[a]) for a in sample) / len(sample)
-    print(
-        f"whole corpus         ~{papers_with_calls * len(corpus):,.0f} papers need a call, "
-        f"~{papers_with_calls * len(corpus) * per_call / 1e6:.1f} M tokens"
-    )
+        record = args.record or Path(tmp) / "recorded.jsonl"
+        print(json.dumps(measure(args.set, answers, record), indent=2))
 
 
 if __name__ == "__main__":

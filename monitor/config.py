@@ -189,15 +189,21 @@ class RelevanceSettings(Section):
     # One fixed score cut for every claim instead of the learned ones.
     cut: float | None = Field(default=None, ge=-1, le=MAX_LEXICAL_WEIGHT + 1)
     batch_size: int = Field(default=2000, ge=1, le=100_000)  # paper versions scored and committed together
-    # llm: the judge's OpenAI-compatible server screens a wider first cut (`screen_share` of the
-    # reference sample per claim) down to the pairs worth judging, one short call per paper
-    # (see monitor/relevance/screen.py). Needs llm.base_url or an API key.
-    screen: Literal["none", "llm"] = "none"
-    screen_share: float = Field(default=0.20, gt=0, le=1)
+    # llm: the LLM server screens every paper against every claim (or against the claims of a first
+    # cut, `screen_share` < 1) and only what it keeps is judged (monitor/relevance/screen.py); needs an
+    # LLM. auto: llm whenever the judge in force is an LLM, none for the embedded judge, so with an LLM no
+    # paper is read against some claims and not others by a lexical cut (docs/relevance.md).
+    screen: Literal["auto", "none", "llm"] = "auto"
+    # The first cut under the screen, per claim (a share of the reference sample). 1.0: none, every
+    # paper is screened against every claim; a large library may set a measured cut (docs/relevance.md).
+    screen_share: float = Field(default=1.0, gt=0, le=1)
     # The first cut under a screen is wide, and there the 0.10 embedding gate costs recall (at 20% of
     # pairs: 0.862 gated, 0.931 with every title embedded; bench/relevance_bench.py --embed-gate).
     screen_embed_gate: float = Field(default=0.0, ge=0, le=1)
-    screen_claims_per_call: int = Field(default=16, ge=1, le=200)  # first-cut claims of one paper per call
+    # Claims per screen group: a call asks about one group's claims (the stable, cached prefix of every
+    # call of a run) and `screen_papers_per_call` papers after them.
+    screen_claims_per_call: int = Field(default=40, ge=1, le=200)
+    screen_papers_per_call: int = Field(default=4, ge=1, le=20)
     screen_model: str | None = None  # default: llm.model
     # The screen through the OpenAI Batch API (half price, answers within 24 h), for backfills: each run
     # collects finished screen batches and submits the pending pairs no open batch carries.
@@ -208,12 +214,15 @@ class RelevanceSettings(Section):
         return 1.0 if self.method == "bm25" else self.lexical_weight + 1.0
 
     def resolved(self, judge_provider: str) -> RelevanceSettings:
-        """The settings in force for this judge: with an LLM judge, what the user left unset follows
+        """The settings in force for this judge. `screen = "auto"` becomes "llm" under an LLM judge and
+        "none" under the embedded one. Without a screen, an LLM judge's unset relevance keys follow
         LLM_JUDGE_RELEVANCE (a wider cut, docs/relevance.md); an explicit value always wins."""
-        if judge_provider != "openai" or self.screen == "llm":
-            return self  # a screen keeps its own first cut (screen_share, the hybrid)
+        screen = self.screen if self.screen != "auto" else ("llm" if judge_provider == "openai" else "none")
+        resolved = self if screen == self.screen else self.model_copy(update={"screen": screen})
+        if judge_provider != "openai" or screen == "llm":
+            return resolved  # a screen keeps its own first cut (screen_share)
         update = {k: v for k, v in LLM_JUDGE_RELEVANCE.items() if k not in self.model_fields_set}
-        return self.model_copy(update=update) if update else self
+        return resolved.model_copy(update=update) if update else resolved
 
 
 # Relevance defaults under an LLM judge. The embedded judge keeps the 2% budget it was sized for; an
@@ -283,8 +292,14 @@ class LLMSettings(Section):
     token_budget: int | None = Field(default=None, ge=1, le=10**12)
     # USD per million prompt tokens (estimates)
     price_input_per_million: float = Field(default=0.15, ge=0, le=10_000)
+    # USD per million prompt tokens served from the provider's prefix cache (OpenAI reports them as
+    # usage.prompt_tokens_details.cached_tokens; gpt-4o-mini bills them at half the input rate)
+    price_cached_input_per_million: float = Field(default=0.075, ge=0, le=10_000)
     # USD per million completion tokens
     price_output_per_million: float = Field(default=0.60, ge=0, le=10_000)
+    # A stronger model for the judge's second look (judge.second_look): the few pairs that move verdicts.
+    # None: llm.model, with the second look's own prompt.
+    review_model: str | None = None
     batch: bool = False  # `monitor judge` uses the OpenAI Batch API (half price, results within 24 h)
     batch_poll_seconds: float = Field(default=30.0, gt=0, le=3600)  # with `monitor judge --batch --wait`
     temperature: float = Field(default=0.0, ge=0, le=2)  # the OpenAI API's range
@@ -331,6 +346,11 @@ class JudgeSettings(Section):
     # A pair whose answer was invalid or refused in this many judge passes is parked: no longer asked
     # until `--force` or `monitor retest` (0: never park).
     park_after_failures: int = Field(3, ge=0, le=1000)
+    # A second, closer reading before an LLM label counts (monitor/judge/second_look.py): "all" every
+    # SUPPORTS, RELAXES and OVERTURNS and every unsure UNRELATED; "moving" only RELAXES, OVERTURNS and
+    # unsure labels (the issue's minimum); "none" never. A disagreement goes to the curator's queue.
+    second_look: Literal["all", "moving", "none"] = "all"
+    second_look_below: float = Field(default=0.7, ge=0, le=1)  # "unsure": a confidence below this
     # The embedded judge's triage cut: it only ranks papers for triage (its stances count toward no
     # verdict), so for a library of more than `embedded_cut_above_claims` active claims it reads, per
     # claim and ISO week, only the `embedded_top_k` candidates of highest relevance score. The digest
@@ -361,7 +381,7 @@ class VerdictSettings(Section):
     # Judges whose labels move a verdict only once a curator confirmed them in `monitor review`.
     # [] publishes every judge's verdicts unreviewed.
     confirm_judges: list[str] = Field(default_factory=lambda: [EMBEDDED])
-    min_confidence: float = Field(0.3, ge=0.0, le=1.0)  # assessments below are ignored
+    min_confidence: float = Field(0.3, ge=0.0, le=1.0)  # assessments below are withheld ("too unsure")
     recent_months: int = Field(6, ge=1, le=1200)  # window for "strongest recent contradicting work"
     exclude_anchors: bool = True  # a line's own anchor papers are not new evidence for its claims
 

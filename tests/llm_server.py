@@ -51,8 +51,16 @@ def completion(
     refusal: str | None = None,
     finish_reason: str = "stop",
     model: str = "scripted",
+    cached_tokens: int | None = None,
 ) -> dict[str, Any]:
-    """A chat.completion body."""
+    """A chat.completion body; `cached_tokens` adds usage.prompt_tokens_details as OpenAI reports it."""
+    usage: dict[str, Any] = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+    if cached_tokens is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
     return {
         "id": "chatcmpl-scripted",
         "object": "chat.completion",
@@ -65,11 +73,7 @@ def completion(
                 "finish_reason": finish_reason,
             }
         ],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        },
+        "usage": usage,
     }
 
 
@@ -102,6 +106,7 @@ def answer(
                 {
                     "claim_id": cid,
                     "label": label,
+                    "strength": "none" if label == "UNRELATED" else "direct",
                     "confidence": confidence,
                     "rationale": "scripted",
                     "evidence": quote,

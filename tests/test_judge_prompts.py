@@ -164,8 +164,9 @@ def test_parse_accepts_fenced_or_wrapped_json() -> None:
             {
                 "claim_id": "c1",
                 "label": "relaxes",
+                "strength": " Indirect",
                 "confidence": "0.7",
-                "rationale": " r ",
+                "rationale": " r \x1b[2J\x1b]8;;https://evil.example\x1b\\link\x1b]8;;\x1b\\",
                 "evidence": "5–30% of parameters",
             }
         ]
@@ -176,7 +177,22 @@ def test_parse_accepts_fenced_or_wrapped_json() -> None:
         f"Answer: {json.dumps(body)} done",
     ):
         (j,) = parse_answer(text, ["c1"])
-        assert (j.label, j.confidence, j.rationale) == ("RELAXES", 0.7, "r")
+        # Escape sequences in the model's text are dropped as paper text's are (issue 33, item 7).
+        assert (j.label, j.strength, j.confidence) == ("RELAXES", "indirect", 0.7)
+        assert "\x1b" not in j.rationale and j.rationale.startswith("r [2J]8;;https://evil.example")
+
+
+def test_a_bearing_label_needs_a_strength_and_unrelated_gets_none() -> None:
+    answer = {"claim_id": "c1", "label": "SUPPORTS", "confidence": 0.8, "rationale": "r", "evidence": "q"}
+    with pytest.raises(InvalidAnswer, match="needs a strength"):
+        parse_answer(json.dumps({"assessments": [answer]}), ["c1"])
+    with pytest.raises(InvalidAnswer, match="needs a strength"):
+        parse_answer(json.dumps({"assessments": [answer | {"strength": "none"}]}), ["c1"])
+    with pytest.raises(InvalidAnswer):
+        parse_answer(json.dumps({"assessments": [answer | {"strength": "strong"}]}), ["c1"])
+    unrelated = answer | {"label": "UNRELATED", "evidence": "", "strength": "direct"}
+    (j,) = parse_answer(json.dumps({"assessments": [unrelated]}), ["c1"])
+    assert (j.label, j.strength) == ("UNRELATED", "none")
 
 
 @pytest.mark.parametrize(

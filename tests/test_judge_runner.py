@@ -54,6 +54,8 @@ def settings_for(llm: ScriptedLLM, **judge: Any) -> Settings:
         "timeout_seconds": 5,
         "concurrency": 2,
         "claims_per_call": 4,
+        # These tests count the first reading's calls; the second look has its own (test_second_look.py).
+        "second_look": "none",
     }
     options.update(judge)
     return Settings(judge=options)

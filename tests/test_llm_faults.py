@@ -7,6 +7,7 @@ the faults; `monitor run` runs as a real process where the exit code is the poin
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -47,6 +48,8 @@ def judge_options(llm: ScriptedLLM, **extra: Any) -> dict[str, Any]:
         "key_base_url": llm.url,  # the key is for this server (it goes to no other)
         "model": "scripted-model",
         "timeout_seconds": 10,
+        # These faults are the judge's; the second look's have their own tests (test_second_look.py).
+        "second_look": "none",
         **extra,
     }
 
@@ -84,6 +87,7 @@ def test_a_server_that_keeps_failing_stops_the_run_within_the_window(tmp_path, l
     config = write_config(tmp_path, f"sqlite:///{tmp_path / 'monitor.db'}", judge=options)
     started = time.monotonic()
     done = monitor(config, "run", "--source", str(snapshot), "--no-email")
+    # The screen of every claim is the run's first LLM call: it meets the failing server first.
     took = time.monotonic() - started
     assert done.returncode == 6, done.stderr
     assert "failed" in done.stderr and "requests in a row" in done.stderr
@@ -93,16 +97,32 @@ def test_a_server_that_keeps_failing_stops_the_run_within_the_window(tmp_path, l
     assert took < 60
     store = open_store(f"sqlite:///{tmp_path / 'monitor.db'}")
     with store.session() as s:
-        pending = s.scalar(select(func.count()).select_from(Candidate))
         assert s.scalar(select(func.count()).select_from(Assessment)) == 0
         assert s.scalars(select(Run.status)).one() == "failed"
-    # The server is back: the rerun judges every pending pair.
-    llm.default = answering("SUPPORTS")
+    # The server is back: the rerun screens and judges every pending pair.
+    llm.default = screening_then(answering("SUPPORTS"))
     again = monitor(config, "run", "--source", str(snapshot), "--no-email")
     assert again.returncode == 0, again.stderr
     with store.session() as s:
-        assert s.scalar(select(func.count()).select_from(Assessment)) == pending > 0
+        kept = s.scalar(select(func.count()).select_from(Candidate).where(Candidate.screen == "kept"))
+        assert s.scalar(select(func.count()).select_from(Candidate).where(Candidate.screen == "pending")) == 0
+        assert s.scalar(select(func.count()).select_from(Assessment)) == kept > 0
     store.close()
+
+
+def screening_then(judging: Any) -> Any:
+    """A responder keeping every claim of every paper at the LLM screen, and answering the rest with
+    `judging`."""
+
+    def respond(request: Any) -> Reply:
+        if request["response_format"]["json_schema"]["name"] != "screened_papers":
+            return judging(request)
+        user = request["messages"][1]["content"]
+        claims = re.findall(r'<claim id="(C\d+)">', request["messages"][0]["content"])
+        papers = [{"paper": p, "claims": claims} for p in re.findall(r'<paper id="(P\d+)">', user)]
+        return Reply(body=completion(json.dumps({"papers": papers})))
+
+    return respond
 
 
 def test_a_500_is_an_unsupported_form_only_when_it_names_the_form(llm: ScriptedLLM) -> None:

@@ -20,7 +20,7 @@ from monitor.llm.units import Pair, group_units
 from monitor.relevance import select_candidates
 from monitor.relevance.reference import claim_cuts
 from monitor.relevance.scoring import select_pairs
-from monitor.relevance.screen import estimate_screen_units, load_screen_prompts
+from monitor.relevance.screen import ScreenPricing, claim_groups, load_screen_prompts, screen_units
 from monitor.relevance.select import batch_ceiling, load_claim_queries, make_scorer, paper_docs
 from monitor.store import Store, open_store
 from monitor.store.claims import claim_date_texts
@@ -59,16 +59,20 @@ def test_alternatives_price_each_share_and_write_nothing(store) -> None:
 
     assert counts(store) == before  # no candidate, no mark, no cached embedding
     assert [(r.method, r.share, r.screen) for r in rows] == [
-        ("hybrid", 0.02, False), ("hybrid", 0.5, False), ("hybrid", 1.0, False), ("hybrid", 0.2, True),
-        ("bm25", 0.02, False), ("bm25", 0.5, False), ("bm25", 1.0, False), ("bm25", 0.2, True),
+        ("hybrid", 0.02, False), ("hybrid", 0.5, False), ("hybrid", 1.0, False), ("all", 1.0, True),
+        ("bm25", 0.02, False), ("bm25", 0.5, False), ("bm25", 1.0, False),
     ]  # fmt: skip
-    assert [r.in_force for r in rows] == [True] + [False] * 7
+    assert [r.in_force for r in rows] == [True] + [False] * 6
+    # The LLM screen of every claim reads every pair: 62 papers, four a call, both claims in each.
+    every = rows[3]
+    assert (every.label, every.papers, every.pairs, every.calls) == ("LLM screen of every claim", 62, 124, 16)
     judged = [r for r in rows if not r.screen]
     for method in ("hybrid", "bm25"):
         pairs = [r.pairs for r in judged if r.method == method]
         assert pairs == sorted(pairs) and pairs[0] >= 1  # a wider cut never selects fewer pairs
     for r in rows:
-        assert r.papers <= r.pairs and r.calls >= r.papers
+        assert r.papers <= r.pairs
+        assert r.calls >= r.papers if not r.screen else r.calls * 4 >= r.papers  # the screen: 4 papers a call
         if not r.screen:
             assert r.calls == r.pairs  # one claim a call here
             assert r.completion_tokens == 120 * r.pairs
@@ -134,8 +138,7 @@ def _priced_in_full(store, settings, shares) -> list[tuple[object, ...]]:
     rows = []
     for method in (cfg.method, "bm25"):
         plain = cfg.model_copy(update={"method": method})
-        wide = plain.model_copy(update={"embed_gate": cfg.screen_embed_gate})
-        for first, options in ((plain, [(s, False) for s in shares]), (wide, [(cfg.screen_share, True)])):
+        for first, options in ((plain, [(s, False) for s in shares]),):
             scorer = make_scorer(store, settings, queries, first, keep_embeddings=False)
             scores = np.concatenate(
                 [scorer.score(papers[i : i + size]) for i in range(0, len(papers), size)], 1
@@ -153,18 +156,22 @@ def _priced_in_full(store, settings, shares) -> list[tuple[object, ...]]:
                         first.min_score,
                     )
                     pairs += sorted((i + p, c) for c, p, _ in chosen)
-                if screen:
-                    units = group_units(
-                        ((texts[p], Pair(claims[c])) for p, c in pairs), cfg.screen_claims_per_call
-                    )
-                    prompt, completion = estimate_screen_units(units, load_screen_prompts())
-                else:
-                    units = group_units(
-                        ((texts[p], Pair(claims[c])) for p, c in pairs), settings.judge.claims_per_call
-                    )
-                    prompt, completion = estimate_judge_units(units, load_prompts())
+                units = group_units(
+                    ((texts[p], Pair(claims[c])) for p, c in pairs), settings.judge.claims_per_call
+                )
+                prompt, completion = estimate_judge_units(units, load_prompts())
                 papers_hit = len({p for p, _ in pairs})
                 rows.append((method, share, screen, papers_hit, len(pairs), len(units), prompt, completion))
+        if method == cfg.method:
+            # The LLM screen of every claim (relevance.screen_share = 1): every pair, in claim groups,
+            # several papers a call (screen.py's own units), after the first scorer's rows.
+            pending = {(p.arxiv_id, p.version): {c.id for c in claims} for p in texts}
+            groups = claim_groups(claims, cfg.screen_claims_per_call)
+            by_key = {(p.arxiv_id, p.version): p for p in texts}
+            units = screen_units(pending, by_key, groups, cfg.screen_papers_per_call)
+            prompt, completion, _ = ScreenPricing(load_screen_prompts()).estimate(units)
+            every = ("all", 1.0, True, len(texts), len(texts) * len(claims), len(units), prompt, completion)
+            rows.append(every)
     return rows
 
 

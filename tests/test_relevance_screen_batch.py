@@ -49,8 +49,8 @@ def test_submit_wait_collect_on_a_later_run(store, llm: ScriptedLLM) -> None:
     calibration = add_claim(store, CALIBRATION)
     relevant, calib_paper = add_papers(store, [RELEVANT, CALIBRATION_PAPER])
     llm.default = keep_if(
-        lambda cid, abstract: (
-            (cid == sparsity and "subnetwork" in abstract) or (cid == calibration and "Brier" in abstract)
+        lambda claim, abstract: (
+            (claim == SPARSITY and "subnetwork" in abstract) or (claim == CALIBRATION and "Brier" in abstract)
         )
     )
     settings = batch_settings(llm)
@@ -59,8 +59,9 @@ def test_submit_wait_collect_on_a_later_run(store, llm: ScriptedLLM) -> None:
     assert first is not None and (first["batches_submitted"], first["batches_waiting"]) == (1, 1)
     assert first["pending_left"] == 4 and llm.chat_requests() == []  # nothing asked live
     uploaded = [json.loads(line) for line in llm.batches.files["file-1"].decode().splitlines()]
-    assert len(uploaded) == 2 and {u["url"] for u in uploaded} == {"/v1/chat/completions"}
-    assert uploaded[0]["body"]["response_format"]["json_schema"]["name"] == "relevant_claims"
+    # Two papers and two claims: one call (the claims as its prefix, both papers after them).
+    assert len(uploaded) == 1 and {u["url"] for u in uploaded} == {"/v1/chat/completions"}
+    assert uploaded[0]["body"]["response_format"]["json_schema"]["name"] == "screened_papers"
     assert judge_pairs(store) == set()  # pending pairs are not the judge's yet
     with store.session() as s:
         row = s.scalars(select(JudgeBatch)).one()
@@ -75,7 +76,7 @@ def test_submit_wait_collect_on_a_later_run(store, llm: ScriptedLLM) -> None:
     llm.batches.ready = True
     done = select_candidates(store, settings).screen
     assert done is not None and (done["batches_collected"], done["kept"], done["dropped"]) == (1, 2, 2)
-    assert (done["pending_left"], done["papers"], done["calls"], done["batches_submitted"]) == (0, 2, 2, 0)
+    assert (done["pending_left"], done["papers"], done["calls"], done["batches_submitted"]) == (0, 2, 1, 0)
     states = screen_states(store)
     assert states[(relevant, sparsity)] == "kept" and states[(calib_paper, calibration)] == "kept"
     assert judge_pairs(store) == {(relevant, sparsity), (calib_paper, calibration)}
@@ -96,13 +97,14 @@ def test_failed_answers_stay_pending_and_go_into_the_next_batch(store, llm: Scri
     relevant, calib_paper = add_papers(store, [RELEVANT, CALIBRATION_PAPER])
 
     def half_bad(request: Any) -> Reply:
-        ids, user = asked(request)
-        if "Brier" in user:
-            return Reply(body=completion(json.dumps({"relevant": ["c-not-asked"]})))
-        return Reply(body=completion(json.dumps({"relevant": ids})))
+        claims, papers = asked(request)
+        if any("Brier" in abstract for abstract in papers.values()):
+            return Reply(body=completion(json.dumps({"papers": [{"paper": "P1", "claims": ["C9"]}]})))
+        return Reply(body=completion(json.dumps({"papers": [{"paper": "P1", "claims": list(claims)}]})))
 
     llm.default, llm.batches.ready = half_bad, True
     settings = batch_settings(llm)
+    settings.relevance.screen_papers_per_call = 1
     select_candidates(store, settings)  # submits
     collected = select_candidates(store, settings).screen  # collects one good, one invalid; resubmits it
     assert collected is not None and (collected["kept"], collected["failed_papers"]) == (1, 1)
@@ -111,7 +113,7 @@ def test_failed_answers_stay_pending_and_go_into_the_next_batch(store, llm: Scri
     resubmitted = [json.loads(line) for line in llm.batches.files["file-3"].decode().splitlines()]
     assert len(resubmitted) == 1 and "Brier" in resubmitted[0]["body"]["messages"][1]["content"]
 
-    llm.default = keep_if(lambda cid, abstract: False)
+    llm.default = keep_if(lambda claim, abstract: False)
     last = select_candidates(store, settings).screen
     assert last is not None and (last["dropped"], last["pending_left"]) == (1, 0)
     assert screen_states(store)[(relevant, sparsity)] == "kept"
@@ -126,7 +128,7 @@ def test_an_expired_batch_leaves_its_pairs_pending(store, llm: ScriptedLLM) -> N
     expired = select_candidates(store, settings).screen
     assert expired is not None and expired["failed_papers"] == 1 and "expired" in expired["errors"][0]
     assert screen_states(store)[(paper, sparsity)] == "pending"
-    llm.batches.final_status, llm.default = "completed", keep_if(lambda cid, abstract: True)
+    llm.batches.final_status, llm.default = "completed", keep_if(lambda claim, abstract: True)
     assert select_candidates(store, settings).screen["kept"] == 1  # type: ignore[index]
 
 
@@ -139,7 +141,7 @@ def test_dry_run_prices_the_screen_at_batch_rates(store, llm: ScriptedLLM) -> No
     for settings in (live, batch):  # a dollar a token, so the rounded estimates compare exactly
         settings.llm.price_input_per_million = settings.llm.price_output_per_million = 1e6
     at_live, at_batch = estimate_screen(store, live), estimate_screen(store, batch)
-    assert at_live["calls"] == at_batch["calls"] == 2 and llm.requests == []
+    assert at_live["calls"] == at_batch["calls"] == 1 and llm.requests == []
     tokens = int(at_live["prompt_tokens"]) + int(at_live["completion_tokens"])  # type: ignore[call-overload]
     assert at_live["cost_estimate"] == tokens and at_batch["cost_estimate"] == pytest.approx(tokens / 2)
 

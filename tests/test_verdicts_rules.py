@@ -18,6 +18,7 @@ from monitor.verdicts.rules import (
     RELABELLED,
     UNSETTLED,
     UNTESTED,
+    WEAK_SIDE_CAP,
     ClaimDate,
     EvidenceItem,
     Thresholds,
@@ -315,6 +316,37 @@ def test_strongest_recent_work_only_from_evidence_that_moves_verdicts() -> None:
     out = decide([waiting, relax], TH, MAY_2025, as_of=dt.date(2026, 3, 1))
     assert out.strongest_recent == relax
     assert out.for_review == [waiting]
+
+
+def test_strength_weighs_a_label_and_weak_papers_alone_move_nothing() -> None:
+    """Issue 30: direct 1, indirect 0.75, weak 0.4 of a label's weight; a side of weak papers only stays
+    below the move threshold however many there are; one stronger paper lets them count in full."""
+    day = dt.date(2025, 8, 1)
+    direct = replace(item("SUPPORTS", 0.85, day), strength="direct")
+    assert decide([direct], TH, MAY_2025).status == DURABLE  # 0.85 >= 0.8
+    indirect = replace(item("SUPPORTS", 0.85, day), strength="indirect")
+    assert decide([indirect], TH, MAY_2025).strength["SUPPORTS"] == pytest.approx(0.85 * 0.75)
+    assert decide([indirect], TH, MAY_2025).status == UNSETTLED  # it counts, and moves nothing alone
+    weak = [replace(item("RELAXES", 0.9, day), strength="weak") for _ in range(8)]
+    alone = decide(weak, TH, MAY_2025)
+    assert alone.status == UNSETTLED and alone.strength["AGAINST"] == pytest.approx(WEAK_SIDE_CAP)
+    with_one = decide([*weak, replace(item("RELAXES", 0.5, day), strength="indirect")], TH, MAY_2025)
+    assert with_one.status == PERISHABLE and with_one.strength["AGAINST"] > 0.9
+    # Unsure labels do not add up to a verdict either: eight indirect RELAXES at 0.45 stay below it.
+    unsure = [replace(item("RELAXES", 0.45, day), strength="indirect") for _ in range(8)]
+    assert decide(unsure, TH, MAY_2025).strength["AGAINST"] == pytest.approx(WEAK_SIDE_CAP)
+
+
+def test_a_second_reading_pending_withholds_and_a_disagreement_waits_for_a_curator() -> None:
+    day = dt.date(2025, 8, 1)
+    pending = replace(item("OVERTURNS", 0.99, day), strength="direct", second_look="pending")
+    out = decide([pending], TH, MAY_2025)
+    assert out.status == UNTESTED and out.summary.withheld == {"awaiting a second reading": 1}
+    disagreed = replace(pending, second_look="disagreed", second_label="UNRELATED")
+    out = decide([disagreed, replace(disagreed, arxiv_id="2601.99999", assessment_id=99_999)], TH, MAY_2025)
+    assert out.status == UNTESTED and out.summary.waiting == 2 and len(out.held) == 2
+    agreed = replace(pending, second_look="agreed")
+    assert decide([agreed, replace(agreed, arxiv_id="2601.99998")], TH, MAY_2025).status == OVERTURNED
 
 
 def test_evidence_that_counts_but_moves_nothing_is_unsettled_never_untested() -> None:

@@ -4,10 +4,11 @@
     python training/teacher_tool.py show CHUNK_DIR [--start I] [--count N]  # the requests, readable
     python training/teacher_tool.py check CHUNK_DIR                         # CHUNK_DIR/answers.jsonl
 
-`show` prints each request's user message as sent (the system prompt is the same for all and is
-printed once). `check` runs every answer through the project's own parser (monitor.judge.schema) and
-evidence grounding (monitor.judge.grounding) and says what is missing, invalid or ungrounded, so the
-teacher can fix its answer; it never proposes a label.
+`show` prints each request's user message as sent (a system prompt is printed once, before the first
+request that uses it: the judge's is the same for all, a screen request's carries its claims). `check`
+runs every answer through the project's own parser (monitor.judge.schema, or the screen's
+monitor.relevance.screen.parse_screen) and evidence grounding (monitor.judge.grounding) and says what is
+missing, invalid or ungrounded, so the teacher can fix its answer; it never proposes a label.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from monitor.judge.grounding import ground
 from monitor.judge.schema import parse_answer
 from monitor.llm.answers import InvalidAnswer
 from monitor.llm.texts import PaperText
+from monitor.relevance.screen import parse_screen
 
 _TAG = re.compile(r"<(title|abstract)>(.*?)</\1>", re.DOTALL)
 _CLAIM = re.compile(r'<claim id="([^"]+)"[^>]*>(.*?)</claim>', re.DOTALL)
@@ -41,11 +43,31 @@ def split(requests: Path, outdir: Path, size: int) -> None:
 
 def show(chunk: Path, start: int, count: int | None) -> None:
     rows = read_jsonl(chunk / "requests.jsonl")
-    if start == 0:
-        print("=== SYSTEM (same for every request) ===\n" + rows[0]["messages"][0]["content"] + "\n")
+    shown = {row["messages"][0]["content"] for row in rows[:start]}
     for index, row in enumerate(rows[start : start + count if count else None], start=start):
-        print(f"=== #{index} key={row['key']} claim_ids={row['claim_ids']} ===")
+        system = row["messages"][0]["content"]
+        if system not in shown:
+            shown.add(system)
+            print(f"=== SYSTEM (for #{index} and every later request with the same system prompt) ===")
+            print(system + "\n")
+        ids = row.get("claim_ids") or ""
+        print(f"=== #{index} key={row['key']} {('claim_ids=' + str(ids)) if ids else ''} ===")
         print(row["messages"][-1]["content"] + "\n")
+
+
+_SCREEN_CLAIM = re.compile(r'<claim id="C\d+">')
+_SCREEN_PAPER = re.compile(r'<paper id="P\d+">')
+
+
+def screen_problems(row: dict, text: str) -> list[str]:
+    """What keeps a screen answer from being used (the screen's own parser), [] when nothing does."""
+    claims = len(_SCREEN_CLAIM.findall(row["messages"][0]["content"]))
+    papers = len(_SCREEN_PAPER.findall(row["messages"][-1]["content"]))
+    try:
+        parse_screen(text, papers, claims)
+    except InvalidAnswer as exc:
+        return [f"invalid: {exc}"]
+    return []
 
 
 def paper_of(row: dict) -> PaperText:
@@ -65,6 +87,12 @@ def check(chunk: Path) -> None:
             problems += 1
             continue
         text = content if isinstance(content, str) else json.dumps(content)
+        schema = ((row.get("response_format") or {}).get("json_schema") or {}).get("name")
+        if schema == "screened_papers":
+            for problem in screen_problems(row, text):
+                print(f"#{index} {row['key']}: {problem}")
+                problems += 1
+            continue
         try:
             judgements: list[Judgement] = parse_answer(text, row["claim_ids"])
         except InvalidAnswer as exc:

@@ -33,7 +33,7 @@ def relevance_command(
     store, settings = app_ctx.store, app_ctx.settings
     check_claim_ids(store, claim)
     # The LLM screen pays for its calls: under the run lock, like `monitor judge`.
-    locked = run_lock(store, settings) if settings.relevance.screen == "llm" else nullcontext()
+    locked = run_lock(store, settings) if settings.relevance_in_force().screen == "llm" else nullcontext()
     with locked, recorded_run(store, "relevance") as run:
         summary = select_candidates(store, settings, run.id, run.should_stop, claim_ids=claim or None)
         run.record(summary)
@@ -165,10 +165,23 @@ def _show(step: str, result: Any) -> None:
             )
     elif step == "screen estimate":
         console.print(
-            f"relevance screen (estimate): {result['calls']} call(s) for {result['pairs']} pending pair(s), "
-            f"~{result['prompt_tokens']:,} prompt + ~{result['completion_tokens']:,} completion tokens, "
-            f"${result['cost_estimate']:.2f}; the judge estimate below covers only pairs already kept"
+            f"relevance screen (estimate): {result['calls']} call(s) for {result['pairs']} pending pair(s) "
+            f"of {result['papers']} paper(s), ~{result['prompt_tokens']:,} prompt tokens "
+            f"(~{result['cached_tokens']:,} of them cached) + ~{result['completion_tokens']:,} completion "
+            f"tokens, ${result['cost_estimate']:.2f}",
+            highlight=False,
+            soft_wrap=True,
         )
+        after = result.get("after_screen")
+        if after:
+            basis = "this store's" if after["measured"] else "the shipped"
+            console.print(
+                f"then judging what it keeps (estimate, at {basis} keep share {after['keep_share']:.1%}): "
+                f"~{after['pairs']:,} pair(s), ~{after['second_looks']:,} second look(s), "
+                f"${after['cost']:.2f}; the judge estimate below covers only pairs already kept",
+                highlight=False,
+                soft_wrap=True,
+            )
     elif step == "alternatives":
         _print_alternatives(result)
     elif step == "nothing pending":
@@ -290,13 +303,15 @@ def eval_command(
 
     from monitor.judge.evaluate import evaluate, print_report, read_pairs
     from monitor.judge.factory import make_judge
+    from monitor.judge.second_look import second_reading
 
     pair_list = read_pairs(Path(pairs), limit=limit)
     judge = make_judge(ctx_of(ctx).settings, judge_name)
     columns = (TextColumn("judging"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, console=err_console, transient=True) as bar:
         task = bar.add_task("judging", total=len(pair_list))
-        report = evaluate(judge, pair_list, pairs, on_progress=lambda n: bar.update(task, completed=n))
+        second = second_reading(ctx_of(ctx).settings, judge)  # as the pipeline reads (judge.second_look)
+        report = evaluate(judge, pair_list, pairs, lambda n: bar.update(task, completed=n), second)
     if predictions:
         from monitor.files import write_atomic
 

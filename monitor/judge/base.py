@@ -18,6 +18,10 @@ if TYPE_CHECKING:
 
 Label = Literal["SUPPORTS", "RELAXES", "OVERTURNS", "UNRELATED"]
 LABELS: tuple[Label, ...] = ("SUPPORTS", "RELAXES", "OVERTURNS", "UNRELATED")
+# How much a finding can carry (prompts/judge_system.j2): the claim's own quantity in its setting, a
+# neighbouring setting or proxy, or a design that cannot carry much; "none" for UNRELATED.
+Strength = Literal["direct", "indirect", "weak", "none"]
+STRENGTHS: tuple[Strength, ...] = ("direct", "indirect", "weak", "none")
 
 
 @dataclass
@@ -33,6 +37,8 @@ class Judgement:
     # The embedded judge's "related, stance unclear": the label is its best guess, withheld from
     # verdicts and kept for review, because its measured precision at this confidence is too low.
     abstained: bool = False
+    # direct | indirect | weak | none (LLM judges); "" where a judge does not say (the embedded one)
+    strength: str = ""
 
 
 class Judge(abc.ABC):
@@ -46,6 +52,9 @@ class Judge(abc.ABC):
     max_concurrency: int = 1  # calls the runner may have in flight at once
     supports_batch: bool = False  # can take `monitor judge --batch` (the OpenAI Batch API)
     billed: bool = False  # its tokens cost money at the judge's configured rates
+    # Its labels get a second, closer reading before they count (judge/second_look.py): an LLM's do; the
+    # embedded judge's stances wait for a curator instead.
+    second_look: bool = False
     prompts: JudgePrompts | None = None  # its templates, when it renders any (token estimates use them)
 
     def prepare(self, papers: list[PaperText]) -> None:

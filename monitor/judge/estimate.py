@@ -35,7 +35,7 @@ from monitor.llm.texts import ClaimText, PaperText
 from monitor.relevance.bm25 import tokenize
 from monitor.relevance.reference import share_cuts
 from monitor.relevance.scoring import PaperDoc, RelevanceScorer, selection
-from monitor.relevance.screen import load_screen_prompts, screen_pricing
+from monitor.relevance.screen import ScreenCounter, load_screen_prompts
 from monitor.relevance.select import batch_ceiling, load_claim_queries, make_scorer, paper_docs
 from monitor.relevance.text import ClaimQuery, paper_text
 from monitor.store import Store
@@ -43,6 +43,94 @@ from monitor.store.claims import claim_date_texts
 from monitor.store.papers import latest_versions
 
 SHARES = (0.02, 0.05, 0.10, 0.20)
+# What the LLM screen keeps of the pairs it reads, until a store has screened enough of its own
+# (`SCREEN_TALLY_MIN` answers), and how many kept pairs a judge call carries (a paper's kept claims
+# share its call): measured on a random 200 papers of the sample's last week, a whole real week of
+# cs.CL/cs.LG/cs.AI, with the teacher screening (docs/relevance.md: 74 of 7,000 pairs, 38 calls).
+SCREEN_KEEP_SHARE = 0.0106
+SCREEN_TALLY_MIN = 2000
+KEPT_PAIRS_PER_CALL = 1.95
+# Of the pairs judged, the share that gets a second reading under each `judge.second_look`: measured on
+# the sample's 2026-W20 (133 of 242; every bearing label there was under the 0.7 "unsure" line, so
+# "moving" read as many as "all").
+SECOND_LOOK_SHARE = {"all": 0.55, "moving": 0.55, "none": 0.0}
+SAMPLED_PAIRS = 200  # pending screen pairs whose judge and second-look prompts are rendered to price them
+
+
+@dataclass(frozen=True)
+class AfterScreen:
+    """What judging the pairs the screen is expected to keep would cost (a dry run's estimate)."""
+
+    keep_share: float
+    measured: bool  # the keep share is this store's own, not the shipped figure
+    pairs: int
+    judge_calls: int
+    second_looks: int
+    prompt_tokens: int
+    cached_tokens: int
+    completion_tokens: int
+    cost: float
+
+    def as_dict(self) -> dict[str, object]:
+        return {**asdict(self), "cost": round(self.cost, 4)}
+
+
+def after_screen(store: Store, settings: Settings, screen_pairs: int) -> AfterScreen:
+    """Judging (and second looks for) the share of `screen_pairs` the screen is expected to keep (this
+    store's own share once it has screened enough, else the shipped one), priced from prompts rendered
+    for a sample of the pairs waiting for the screen."""
+    from monitor.relevance.screen import pending_screen_units
+    from monitor.store.candidates import screen_tally
+
+    with store.session() as session:
+        kept, dropped = screen_tally(session)
+    measured = kept + dropped >= SCREEN_TALLY_MIN
+    share = kept / (kept + dropped) if measured else SCREEN_KEEP_SHARE
+    units = pending_screen_units(store, settings)
+    sample = [(s.paper, p.claim) for u in units for s in u.sections for p in s.pairs]
+    return price_kept(settings, screen_pairs, share, sample, measured)
+
+
+def price_kept(
+    settings: Settings,
+    screen_pairs: int,
+    share: float,
+    sample: Sequence[tuple[PaperText, ClaimText]],
+    measured: bool = False,
+) -> AfterScreen:
+    """`after_screen` from its parts: judging `share` of `screen_pairs`, KEPT_PAIRS_PER_CALL a call, and
+    the second looks `judge.second_look` gives them (SECOND_LOOK_SHARE), priced from the prompts of (up to
+    SAMPLED_PAIRS of) `sample`'s pairs, cached system prompts and Batch API prices counted."""
+    from monitor.judge.second_look import ANSWER_TOKENS, FirstReading, SecondLooker
+    from monitor.judge.work import COMPLETION_TOKENS_PER_CLAIM
+    from monitor.llm.cost import cached_prefix, estimate_tokens
+
+    pairs = round(screen_pairs * share)
+    looks = round(pairs * SECOND_LOOK_SHARE.get(settings.judge.second_look, 0.0))
+    prompts = load_prompts(settings.judge.prompts_dir)
+    looker = SecondLooker(settings, connect=False)
+    first = FirstReading("RELAXES", "direct", 0.8, "x" * 120, "x" * 200)
+    sample = list(sample)[:: max(1, len(sample) // SAMPLED_PAIRS)][:SAMPLED_PAIRS]
+    if not sample or not pairs:
+        return AfterScreen(share, measured, pairs, 0, 0, 0, 0, 0, 0.0)
+    system = estimate_tokens(prompts.system())
+    calls = max(1, round(pairs / min(KEPT_PAIRS_PER_CALL, settings.judge.claims_per_call)))
+    per_call = pairs / calls  # kept claims a call carries, on average
+    # A call's user prompt: the paper once and its claims (a claim's part: the prompt with two claims
+    # less the prompt with one).
+    one = sum(estimate_tokens(prompts.user(paper, [claim])) for paper, claim in sample) / len(sample)
+    two = sum(estimate_tokens(prompts.user(paper, [claim, claim])) for paper, claim in sample) / len(sample)
+    judge_user = one + (per_call - 1) * (two - one)
+    look_prompt = sum(
+        sum(estimate_tokens(m["content"]) for m in looker.question(paper, claim, first).messages)
+        for paper, claim in sample
+    ) / len(sample)
+    look_system = estimate_tokens(looker.prompts.messages(sample[0][0], sample[0][1], first)[0]["content"])
+    prompt = round(calls * (system + judge_user) + looks * look_prompt)
+    cached = max(0, calls - 1) * cached_prefix(system) + max(0, looks - 1) * cached_prefix(look_system)
+    completion = pairs * COMPLETION_TOKENS_PER_CLAIM + looks * ANSWER_TOKENS
+    cost = token_cost(settings, prompt, completion, settings.llm.batch, cached)
+    return AfterScreen(share, measured, pairs, calls, looks, prompt, cached, completion, cost)
 
 
 @dataclass(frozen=True)
@@ -58,10 +146,13 @@ class Alternative:
     calls: int
     prompt_tokens: int
     completion_tokens: int
-    cost: float  # USD at llm.price_input_per_million / price_output_per_million
+    cost: float  # USD at the [llm] rates (cached prompt tokens at theirs)
+    cached_tokens: int = 0
 
     @property
     def label(self) -> str:
+        if self.screen and self.share >= 1.0:
+            return "LLM screen of every claim"
         return f"{self.method} {self.share:.0%}" + (" + LLM screen" if self.screen else "")
 
     def as_dict(self) -> dict[str, object]:
@@ -92,15 +183,19 @@ class _Cut:
     cuts: np.ndarray
     priced: Priced = field(default_factory=Priced)
 
-    def add(self, scores: np.ndarray, start: int, pricing: GroupedPricing) -> None:
+    def add(self, scores: np.ndarray, start: int, pricing: GroupedPricing | ScreenCounter) -> None:
         """Count the pairs this cut selects in one batch of papers (the first at `start`)."""
+        every = self.screen and self.share >= 1.0  # the screen with no first cut: every pair
         chosen = selection(
             scores,
-            self.cuts,
+            np.full(len(self.cuts), -np.inf) if every else self.cuts,
             np.ones(scores.shape, dtype=bool),
-            batch_ceiling(self.cfg, self.share),
-            self.cfg.min_score,
+            1.0 if every else batch_ceiling(self.cfg, self.share),
+            -np.inf if every else self.cfg.min_score,
         )
+        if isinstance(pricing, ScreenCounter):
+            self.priced += pricing.count(chosen, start)
+            return
         papers, claims = np.nonzero(chosen.T)  # paper by paper, each paper's claims in order
         self.priced += pricing.count(papers + start, claims)
 
@@ -134,11 +229,12 @@ def alternatives(
     judged = GroupedPricing(
         judge_pricing(load_prompts(settings.judge.prompts_dir)), texts, claims, settings.judge.claims_per_call
     )
-    screened = GroupedPricing(
-        screen_pricing(load_screen_prompts(settings.judge.prompts_dir)),
+    screened = ScreenCounter(
+        load_screen_prompts(settings.judge.prompts_dir),
         texts,
         claims,
-        settings.relevance.screen_claims_per_call,
+        cfg.screen_claims_per_call,
+        cfg.screen_papers_per_call,
     )
     scorers = _scorers(store, settings, cfg, queries, shares, methods)
     for start in range(0, len(papers), cfg.batch_size):
@@ -152,6 +248,10 @@ def alternatives(
             scores = each.scorer.score(part, lexical=lexical[words])
             for cut in each.cuts:
                 cut.add(scores, start, screened if cut.screen else judged)
+    for each in scorers:  # the screen's last, shorter calls of each group
+        for cut in each.cuts:
+            if cut.screen:
+                cut.priced += screened.flush()
     return [
         Alternative(
             method=cut.method,
@@ -163,7 +263,13 @@ def alternatives(
             calls=cut.priced.calls,
             prompt_tokens=cut.priced.prompt_tokens,
             completion_tokens=cut.priced.completion_tokens,
-            cost=token_cost(settings, cut.priced.prompt_tokens, cut.priced.completion_tokens),
+            cost=token_cost(
+                settings,
+                cut.priced.prompt_tokens,
+                cut.priced.completion_tokens,
+                cached_tokens=cut.priced.cached_tokens,
+            ),
+            cached_tokens=cut.priced.cached_tokens,
         )
         for each in scorers
         for cut in each.cuts
@@ -182,14 +288,22 @@ def _scorers(
     as select_candidates embeds titles behind it)."""
     seen: dict[str, np.ndarray] = {}  # title vectors: embedded (or read from the store) once for all
     scorers: list[_Scorer] = []
-    for method in methods or list(dict.fromkeys((cfg.method, "bm25"))):
+    every = cfg.screen_share >= 1.0  # the screen reads every pair: no first cut, any scorer's batch will do
+    names = list(methods or dict.fromkeys((cfg.method, "bm25")))
+    for method in names:
         plain = cfg.model_copy(update={"method": method})
         wide = plain.model_copy(update={"embed_gate": cfg.screen_embed_gate})
-        for first, options in ((plain, [(s, False) for s in shares]), (wide, [(cfg.screen_share, True)])):
+        passes = [(plain, [(s, False) for s in shares])]
+        if not every:
+            passes.append((wide, [(cfg.screen_share, True)]))
+        for first, options in passes:
             scorer = make_scorer(store, settings, queries, first, keep_embeddings=False, seen=seen)
             learned = share_cuts(scorer, [share for share, _ in options], cfg.cut)
             cuts = [_Cut(method, share, screen, first, learned[share]) for share, screen in options]
             scorers.append(_Scorer(scorer, cuts))
+    if every:  # counted once, on the first scorer's batches: its cut is no cut
+        first_cfg = cfg.model_copy(update={"method": names[0]})
+        scorers[0].cuts.append(_Cut("all", 1.0, True, first_cfg, np.zeros(len(queries), np.float32)))
     return scorers
 
 

@@ -11,7 +11,7 @@ import json
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from monitor.config import shown_judge
 from monitor.errors import InputError, JudgeError
 from monitor.judge.base import LABELS, Judge, Label
 from monitor.judge.grounding import ground
+from monitor.judge.second_look import SecondReading
 from monitor.llm.texts import ClaimText, PaperText
 
 _REQUIRED_TEXT = ("claim", "title", "abstract")
@@ -138,6 +139,12 @@ class Prediction:
     grounded: bool = True
     error: str | None = None
     abstained: bool = False  # "related, stance unclear": the label is a guess the judge did not state
+    strength: str = ""
+    # With a second look: the first reading's label, and whether the two agreed ("" no second look). A
+    # pair whose readings disagree goes to a curator in the pipeline: here it is withheld (abstained),
+    # with the closer, second reading's label as its best guess.
+    first_label: str = ""
+    second_look: str = ""
 
     def as_record(self) -> dict[str, Any]:
         """The pair as read, plus the judge's answer: a pairs-format line (`--predictions`)."""
@@ -154,6 +161,9 @@ class Prediction:
             "evidence": self.evidence,
             "grounded": self.grounded,
             "abstained": self.abstained,
+            "strength": self.strength,
+            "first_label": self.first_label,
+            "second_look": self.second_look,
             "error": self.error,
         }
 
@@ -268,12 +278,14 @@ def evaluate(
     pairs: list[Pair],
     pairs_file: str = "",
     on_progress: Callable[[int], None] | None = None,
+    second: SecondReading | None = None,
 ) -> EvalReport:
-    """Judge every pair (one claim per call, as the pairs are independent) and score the answers."""
+    """Judge every pair (one claim per call, as the pairs are independent) and score the answers; with
+    `second`, each answer it names gets its second reading, as in the pipeline (judge/second_look.py)."""
     started = time.perf_counter()
     predictions: list[Prediction] = []
     for index, pair in enumerate(pairs):
-        predictions.append(_predict(judge, pair))
+        predictions.append(_predict(judge, pair, second))
         if on_progress is not None:
             on_progress(index + 1)
     seconds = time.perf_counter() - started
@@ -292,7 +304,7 @@ def evaluate(
     )
 
 
-def _predict(judge: Judge, pair: Pair) -> Prediction:
+def _predict(judge: Judge, pair: Pair, second: SecondReading | None = None) -> Prediction:
     """One pair as the pipeline would judge it: the claim's date shown, the quote grounded.
 
     A pair with no valid answer (refusal, invalid twice) counts as UNRELATED with its error kept,
@@ -314,7 +326,7 @@ def _predict(judge: Judge, pair: Pair) -> Prediction:
         error = f"unreadable reply ({exc.__class__.__name__}: {str(exc)[:200]})"
         return Prediction(pair, "UNRELATED", 0.0, "", grounded=False, error=error)
     grounding = ground(judgement, paper, pair.claim)
-    return Prediction(
+    first = Prediction(
         pair,
         judgement.label,
         grounding.confidence,
@@ -322,6 +334,31 @@ def _predict(judge: Judge, pair: Pair) -> Prediction:
         rationale=judgement.rationale,
         grounded=grounding.grounded,
         abstained=judgement.abstained,
+        strength=judgement.strength,
+    )
+    if second is None or not second.needed(judgement):
+        return first
+    try:
+        closer = second.read(paper, claim, judgement)
+    except JudgeError as exc:
+        if getattr(exc, "fatal", False):
+            raise
+        # No second reading: in the pipeline the pair waits for one; here it is withheld.
+        failed = {"abstained": True, "first_label": judgement.label, "second_look": "failed"}
+        return replace(first, error=str(exc), **failed)
+    grounded = ground(closer, paper, pair.claim)
+    agrees = closer.label == judgement.label
+    return Prediction(
+        pair,
+        closer.label,
+        min(first.confidence, grounded.confidence) if agrees else grounded.confidence,
+        closer.evidence if grounded.grounded or not agrees else judgement.evidence,
+        rationale=closer.rationale,
+        grounded=grounded.grounded or (agrees and first.grounded),
+        abstained=not agrees,
+        strength=closer.strength,
+        first_label=judgement.label,
+        second_look="agreed" if agrees else "disagreed",
     )
 
 

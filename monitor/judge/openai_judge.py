@@ -17,6 +17,7 @@ from monitor.judge.prompts import JudgePrompts, load_prompts
 from monitor.judge.schema import parse_answer, response_schema
 from monitor.llm.texts import ClaimText, PaperText, Recorder
 from monitor.llm.transport import ChatTransport, Mode, Question
+from monitor.llm.units import WorkUnit
 
 
 class OpenAIJudge(Judge):
@@ -25,6 +26,7 @@ class OpenAIJudge(Judge):
     name = "openai"
     supports_batch = True
     billed = True
+    second_look = True
 
     def __init__(
         self,
@@ -65,6 +67,10 @@ class OpenAIJudge(Judge):
             parse=lambda text: parse_answer(text, ids),
             correction=lambda problem: self.prompts.correction(problem, ids),
         )
+
+    def unit_question(self, unit: WorkUnit) -> Question[list[Judgement]]:
+        """The question of one of the judge's units (a paper and some of its claims): a batch request."""
+        return self.question(unit.paper, unit.claims)
 
     def judge(
         self, paper: PaperText, claims: list[ClaimText], recorder: Recorder | None = None

@@ -12,7 +12,9 @@ from pathlib import Path
 from monitor.llm.prompts import Templates, load_templates
 from monitor.llm.texts import ClaimText, PaperText
 
-TEMPLATE_NAMES = ("judge_system.j2", "judge_user.j2", "judge_correction.j2")
+# judge_labels.j2 (what counts as evidence, the labels, strengths and contrastive cases) is included by
+# judge_system.j2 and by the second look's prompt: one definition, hashed into both prompt versions.
+TEMPLATE_NAMES = ("judge_system.j2", "judge_user.j2", "judge_correction.j2", "judge_labels.j2")
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,16 @@ from collections import deque
 from collections.abc import Callable
 
 from monitor.config import Settings
-from monitor.judge.base import Judge
+from monitor.judge.base import Judge, Judgement
 from monitor.judge.prompts import load_prompts
-from monitor.judge.work import JudgeSummary, estimate_judge_units, pending_units, store_triage_cut
+from monitor.judge.second_look import needs_second_look, second_look_pending
+from monitor.judge.work import (
+    JudgeSummary,
+    estimate_judge_units,
+    judge_cached_tokens,
+    pending_units,
+    store_triage_cut,
+)
 from monitor.judge.writer import AssessmentWriter
 from monitor.llm.cost import token_cost
 from monitor.llm.engine import over_budget, run_live
@@ -41,9 +48,12 @@ from monitor.store.runs import partial_on_failure
 PREPARE_AHEAD = 64
 
 
-def price(settings: Settings, judge: Judge, prompt_tokens: int, completion_tokens: int, batch: bool) -> float:
-    """USD at the configured per-token rates; the Batch API costs half; a judge not billed nothing."""
-    return token_cost(settings, prompt_tokens, completion_tokens, batch) if judge.billed else 0.0
+def price(
+    settings: Settings, judge: Judge, prompt_tokens: int, completion_tokens: int, batch: bool, cached: int = 0
+) -> float:
+    """USD at the configured per-token rates (cached prompt tokens at theirs); the Batch API costs half;
+    a judge not billed nothing."""
+    return token_cost(settings, prompt_tokens, completion_tokens, batch, cached) if judge.billed else 0.0
 
 
 def judge_pending(
@@ -96,14 +106,50 @@ def judge_pending(
         return _dry_run(estimated, len(units), settings, judge, summary)
 
     recorder = ExchangeRecorder(store, run_id)
-    writer = AssessmentWriter(store, judge, summary, force, run_id, settings.judge.park_after_failures)
+    park, policy = settings.judge.park_after_failures, second_look_policy(settings, judge)
+    writer = AssessmentWriter(store, judge, summary, force, run_id, park, policy)
     with partial_on_failure(summary):
         try:
             _run_units(units, judge, settings, recorder, writer, progress, should_stop)
         finally:
             settle(summary, recorder, settings, judge, batch=False)
             summary.warnings.extend(_notes(judge, settings, summary, writer))
+        if policy is not None and not summary.budget_exhausted and not summary.judge_unavailable:
+            _second_looks(store, settings, summary, run_id, should_stop, claim_ids)
     return summary
+
+
+def _second_looks(
+    store: Store,
+    settings: Settings,
+    summary: JudgeSummary,
+    run_id: int | None,
+    should_stop: Callable[[], bool] | None,
+    claim_ids: list[str] | None,
+) -> None:
+    """The second readings pending (this run's and any a stopped run left), within what is left of the
+    token budget; a spent budget or an unreachable server ends judging as the first reading's would."""
+    budget = settings.llm.token_budget
+    scoped = settings
+    if budget is not None:
+        left = settings.llm.model_copy(update={"token_budget": max(1, budget - summary.tokens)})
+        scoped = settings.model_copy(update={"llm": left})
+    looked = second_look_pending(store, scoped, run_id, should_stop, claim_ids)
+    summary.second_look = looked
+    summary.cost_estimate += looked.cost
+    if looked.stopped and looked.stopped.startswith("token budget"):
+        summary.budget_exhausted = True
+        summary.warnings.append(f"second look: {looked.stopped}; {looked.pending_left} pair(s) wait for it")
+    elif looked.stopped and looked.stopped != "stop requested":
+        summary.judge_unavailable, summary.unavailable_reason = True, f"second look: {looked.stopped}"
+
+
+def second_look_policy(settings: Settings, judge: Judge) -> Callable[[Judgement], bool] | None:
+    """Which of this judge's answers wait for a second reading (`judge.second_look`); None: none do."""
+    cfg = settings.judge
+    if not judge.second_look or cfg.second_look == "none":
+        return None
+    return lambda j: needs_second_look(cfg.second_look, cfg.second_look_below, j.label, j.confidence)
 
 
 def _dry_run(
@@ -116,9 +162,16 @@ def _dry_run(
     """What judging would take: calls, the estimated (prompt, completion) tokens, and their price."""
     summary.calls = calls
     summary.prompt_tokens, summary.completion_tokens = estimated
+    if judge.prompts is not None and judge.billed:
+        summary.cached_tokens = judge_cached_tokens(calls, judge.prompts)
     # A dry run prices what `monitor judge` would do, which is a batch when llm.batch is set.
     summary.cost_estimate = price(
-        settings, judge, summary.prompt_tokens, summary.completion_tokens, settings.llm.batch
+        settings,
+        judge,
+        summary.prompt_tokens,
+        summary.completion_tokens,
+        settings.llm.batch,
+        summary.cached_tokens,
     )
     summary.budget_exhausted = over_budget(settings.llm, summary.tokens)
     return summary
@@ -149,11 +202,11 @@ def settle(
     batch: bool,
 ) -> None:
     """Copy the recorder's call and token counts into the summary and price them."""
-    summary.calls = recorder.calls
+    summary.take_counts(recorder)
     summary.failed_calls = recorder.failed_calls
-    summary.prompt_tokens = recorder.prompt_tokens
-    summary.completion_tokens = recorder.completion_tokens
-    summary.cost_estimate = price(settings, judge, recorder.prompt_tokens, recorder.completion_tokens, batch)
+    summary.cost_estimate = price(
+        settings, judge, recorder.prompt_tokens, recorder.completion_tokens, batch, recorder.cached_tokens
+    )
 
 
 def _run_units(

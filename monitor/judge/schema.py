@@ -2,7 +2,9 @@
 
 A model's reply is untrusted too: it is parsed leniently (code fences, prose around the JSON) but
 validated strictly: labels from LABELS only, exactly the claim ids asked, confidence in 0..1, a
-non-empty rationale, and evidence for every label but UNRELATED.
+non-empty rationale, and evidence and a strength (direct, indirect, weak) for every label but
+UNRELATED. The model's text is cleaned of control characters as paper text is (monitor/text.py): an
+escape sequence in a rationale would otherwise reach every terminal, digest and page that prints it.
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from monitor.judge.base import LABELS, Judgement, Label
+from monitor.judge.base import LABELS, STRENGTHS, Judgement, Label, Strength
 from monitor.llm.answers import InvalidAnswer, load_json
+from monitor.text import printable
 
 
 class ClaimAnswer(BaseModel):
@@ -27,21 +30,34 @@ class ClaimAnswer(BaseModel):
     confidence: float = Field(ge=0.0, le=1.0)
     rationale: str = Field(min_length=1)
     evidence: str = ""
+    # How much the finding can carry (prompts/judge_system.j2); "none" for UNRELATED. The verdict rules
+    # weigh it (monitor/verdicts/rules.py).
+    strength: Strength | None = None
 
     @field_validator("label", mode="before")
     @classmethod
     def _upper(cls, v: Any) -> Any:
         return v.strip().upper() if isinstance(v, str) else v
 
+    @field_validator("strength", mode="before")
+    @classmethod
+    def _lower(cls, v: Any) -> Any:
+        return v.strip().lower() or None if isinstance(v, str) else v
+
     @field_validator("claim_id", "rationale", "evidence", mode="before")
     @classmethod
     def _strip(cls, v: Any) -> Any:
-        return v.strip() if isinstance(v, str) else ("" if v is None else v)
+        return printable(v).strip() if isinstance(v, str) else ("" if v is None else v)
 
     @model_validator(mode="after")
     def _evidence_needed(self) -> ClaimAnswer:
-        if self.label != "UNRELATED" and not self.evidence:
+        if self.label == "UNRELATED":
+            self.strength = "none"
+            return self
+        if not self.evidence:
             raise ValueError(f"label {self.label} needs an evidence quote from the title or abstract")
+        if self.strength in (None, "none"):
+            raise ValueError(f"label {self.label} needs a strength: direct, indirect or weak")
         return self
 
 
@@ -69,12 +85,13 @@ def response_schema(claim_ids: list[str], bounds: bool = False) -> dict[str, Any
                     "additionalProperties": False,
                     # In generation order: quote, then reason, then decide (constrained decoders
                     # emit keys in this order, so the label is conditioned on the quote).
-                    "required": ["claim_id", "evidence", "rationale", "label", "confidence"],
+                    "required": ["claim_id", "evidence", "rationale", "label", "strength", "confidence"],
                     "properties": {
                         "claim_id": {"type": "string", "enum": list(claim_ids)},
                         "evidence": {"type": "string"},
                         "rationale": {"type": "string"},
                         "label": {"type": "string", "enum": list(LABELS)},
+                        "strength": {"type": "string", "enum": list(STRENGTHS)},
                         "confidence": {"type": "number"},
                     },
                 },
@@ -122,6 +139,7 @@ def parse_answer(text: str | None, claim_ids: list[str]) -> list[Judgement]:
             confidence=a.confidence,
             rationale=a.rationale,
             evidence=a.evidence,
+            strength=a.strength or "",
         )
         for a in answer.assessments
     ]

@@ -24,7 +24,8 @@ from monitor.claims.ids import text_hash
 from monitor.config import EMBEDDED_JUDGE_STORED, Settings, shown_judge
 from monitor.judge.base import LABELS, Judge
 from monitor.judge.prompts import JudgePrompts
-from monitor.llm.cost import estimate_tokens
+from monitor.judge.second_look import SecondLookSummary
+from monitor.llm.cost import cached_prefix, estimate_tokens
 from monitor.llm.texts import ClaimText, PaperText
 from monitor.llm.units import CallCounts, Pair, UnitPricing, WorkUnit, group_units
 from monitor.store.assessments import judged_keys
@@ -78,10 +79,12 @@ class JudgeSummary(CallCounts):
     newly_parked: int = 0  # pairs this run failed on once too often
     error_messages: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # for the run's warnings, not its counts
+    # The second readings this run gave (judge/second_look.py), recorded under their own name.
+    second_look: SecondLookSummary | None = None
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        del data["warnings"]
+        del data["warnings"], data["second_look"]
         data["judge"] = shown_judge(self.judge)  # `self.judge` is the stored name (cache keys)
         data["tokens"] = self.tokens
         data["cost_estimate"] = round(self.cost_estimate, 6)
@@ -93,7 +96,10 @@ class JudgeSummary(CallCounts):
     def stage_notes(self) -> StageNotes:
         # A dry run's tokens are an estimate: nothing was spent.
         spent = 0 if self.dry_run else self.tokens
-        return StageNotes(tokens=spent, warnings=list(self.warnings), errors=list(self.error_messages))
+        within = [self.second_look] if self.second_look is not None else []
+        return StageNotes(
+            tokens=spent, warnings=list(self.warnings), errors=list(self.error_messages), within=within
+        )
 
 
 def triage_cut(settings: Settings, embedded: bool, active_claims: int) -> int | None:
@@ -190,3 +196,9 @@ def judge_pricing(prompts: JudgePrompts) -> UnitPricing:
 def estimate_judge_units(units: list[WorkUnit], prompts: JudgePrompts) -> tuple[int, int]:
     """Each unit's estimated tokens (its prompt and a claim's answer per claim); returns the totals."""
     return judge_pricing(prompts).estimate(units)
+
+
+def judge_cached_tokens(calls: int, prompts: JudgePrompts) -> int:
+    """Of `calls` judge calls' prompt tokens, those a provider serves from its prefix cache: the system
+    prompt (the same for every call) from the second call on."""
+    return max(0, calls - 1) * cached_prefix(estimate_tokens(prompts.system()))

@@ -12,7 +12,7 @@ that pair `is_current = False`. A pair whose answer was refused or invalid too o
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from sqlalchemy.exc import IntegrityError
 
@@ -23,7 +23,7 @@ from monitor.judge.schema import parse_answer
 from monitor.judge.work import JudgeSummary
 from monitor.llm.texts import PaperText
 from monitor.llm.units import Pair, WorkUnit
-from monitor.store.assessments import add_current, judged_among, next_generations
+from monitor.store.assessments import SECOND_PENDING, add_current, judged_among, next_generations
 from monitor.store.db import Store
 from monitor.store.failures import FailedPair, clear_failures, record_failure
 
@@ -44,9 +44,12 @@ class AssessmentWriter:
         force: bool,
         run_id: int | None,
         park_after: int = 0,
+        second_look: Callable[[Judgement], bool] | None = None,
     ):
         self.store, self.judge, self.summary, self.force, self.run_id = store, judge, summary, force, run_id
         self.park_after = park_after
+        # Which answers wait for a second reading before they count (judge/second_look.py); None: none.
+        self.second_look = second_look
         self.parked_messages: list[str] = []
 
     def parse(self, unit: WorkUnit, text: str | None) -> list[Judgement]:
@@ -137,6 +140,8 @@ class AssessmentWriter:
             "evidence": judgement.evidence,
             "grounded": grounding.grounded,
             "abstained": judgement.abstained,
+            "strength": judgement.strength or None,
+            "second_look": SECOND_PENDING if self.second_look and self.second_look(judgement) else None,
             "exchange_id": judgement.exchange_id,
             "run_id": self.run_id,
         }

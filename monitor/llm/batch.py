@@ -15,6 +15,7 @@ from typing import Any, Literal
 from openai import OpenAI
 
 from monitor.llm.answers import looks_like_refusal
+from monitor.llm.cost import cached_of
 from monitor.llm.texts import Exchange, Recorder
 from monitor.store.batches import add_batch, mark_batch_collected, set_batch_status, uncollected_batches
 from monitor.store.db import Store
@@ -105,6 +106,7 @@ class BatchReply:
     prompt_tokens: int
     completion_tokens: int
     error: str | None
+    cached_tokens: int = 0
 
 
 def read_reply(line: dict[str, Any]) -> BatchReply:
@@ -127,6 +129,7 @@ def read_reply(line: dict[str, Any]) -> BatchReply:
         int(usage.get("prompt_tokens") or 0),
         int(usage.get("completion_tokens") or 0),
         error,
+        cached_of(usage),
     )
 
 
@@ -142,6 +145,7 @@ def record_reply(recorder: Recorder, provider: str, row: JudgeBatch, reply: Batc
             response_format="batch",
             prompt_tokens=reply.prompt_tokens,
             completion_tokens=reply.completion_tokens,
+            cached_tokens=reply.cached_tokens,
             error=reply.error,
             extra={"batch_id": row.batch_id, "custom_id": reply.custom_id},
         )

@@ -26,7 +26,7 @@ from monitor.llm.cost import within_budget
 from monitor.llm.recorder import ExchangeRecorder
 from monitor.llm.texts import ClaimText, PaperText
 from monitor.llm.transport import ChatTransport, Mode, Question
-from monitor.llm.units import CallCounts, Pair, WorkUnit
+from monitor.llm.units import CallCounts, Pair, Section, WorkUnit
 from monitor.llm.workers import Budget, LoopEnd, run_bounded
 from monitor.store.db import Store
 from monitor.store.records import JudgeBatch
@@ -61,7 +61,9 @@ class Asker(Protocol):
     @property
     def mode(self) -> Mode | None: ...
 
-    def question(self, paper: PaperText, claims: list[ClaimText]) -> Question[Any]: ...
+    def unit_question(self, unit: WorkUnit) -> Question[Any]:
+        """The question of one unit (its papers and claims)."""
+        ...
 
 
 def over_budget(llm: LLMSettings, tokens: int) -> bool:
@@ -104,9 +106,8 @@ def run_live(
     )
 
 
-def unit_state(unit: WorkUnit, body: dict[str, Any]) -> dict[str, Any]:
-    """What a batch row keeps of a unit: enough to write its answer whatever changed since."""
-    paper = unit.paper
+def _section_state(section: Section) -> dict[str, Any]:
+    paper = section.paper
     return {
         "paper": {
             "arxiv_id": paper.arxiv_id,
@@ -117,10 +118,21 @@ def unit_state(unit: WorkUnit, body: dict[str, Any]) -> dict[str, Any]:
         "pairs": [
             {"id": p.claim.id, "text": p.claim.text, "date_text": p.claim.date_text, "key": p.key}
             | ({"text_hash": p.text_hash} if p.text_hash else {})
-            for p in unit.pairs
+            for p in section.pairs
         ],
-        "body": body,
     }
+
+
+def unit_state(unit: WorkUnit, body: dict[str, Any]) -> dict[str, Any]:
+    """What a batch row keeps of a unit: enough to write its answer whatever changed since. A one-paper
+    unit keeps the shape batches had before units had sections, so either reads back."""
+    if len(unit.sections) == 1:
+        return _section_state(unit.sections[0]) | {"body": body}
+    return {"sections": [_section_state(s) for s in unit.sections], "body": body}
+
+
+def _all_pairs(state: dict[str, Any]) -> list[dict[str, Any]]:
+    return [p for section in state.get("sections", [state]) for p in section["pairs"]]
 
 
 def _pair_key(pair: dict[str, Any]) -> str:
@@ -129,11 +141,14 @@ def _pair_key(pair: dict[str, Any]) -> str:
 
 
 def unit_from_state(state: dict[str, Any]) -> WorkUnit:
-    pairs = [
-        Pair(ClaimText(p["id"], p["text"], p.get("date_text")), _pair_key(p), p.get("text_hash", ""))
-        for p in state["pairs"]
-    ]
-    return WorkUnit(PaperText(**state["paper"]), pairs)
+    sections = []
+    for section in state.get("sections", [state]):
+        pairs = [
+            Pair(ClaimText(p["id"], p["text"], p.get("date_text")), _pair_key(p), p.get("text_hash", ""))
+            for p in section["pairs"]
+        ]
+        sections.append(Section(PaperText(**section["paper"]), pairs))
+    return WorkUnit(sections)
 
 
 class BatchRun(Generic[A]):
@@ -188,11 +203,13 @@ class BatchRun(Generic[A]):
     def not_carried(self, units: list[WorkUnit]) -> list[WorkUnit]:
         """`units` less the pairs an open batch of the stage already carries (never sent twice)."""
         rows = batches.open_batches(self.store, self.stage)
-        carried = {_pair_key(p) for row in rows for state in row.requests.values() for p in state["pairs"]}
+        carried = {_pair_key(p) for row in rows for state in row.requests.values() for p in _all_pairs(state)}
         kept = []
         for unit in units:
-            unit.pairs = [p for p in unit.pairs if p.key not in carried]
-            if unit.pairs:
+            for section in unit.sections:
+                section.pairs = [p for p in section.pairs if p.key not in carried]
+            unit.sections = [s for s in unit.sections if s.pairs]
+            if unit.sections:
                 kept.append(unit)
         return kept
 
@@ -205,7 +222,7 @@ class BatchRun(Generic[A]):
         mode = asker.mode or "json_schema"  # the Batch API is OpenAI's own: strict schemas work there
         requests = {
             f"{unit.label}-{index}": unit_state(
-                unit, asker.transport.request_body(asker.question(unit.paper, unit.claims), mode)
+                unit, asker.transport.request_body(asker.unit_question(unit), mode)
             )
             for index, unit in enumerate(chosen)
         }

@@ -42,6 +42,7 @@ class Priced:
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0  # of prompt_tokens, a prefix the provider is expected to serve from its cache
 
     def __iadd__(self, other: Priced) -> Priced:
         self.papers += other.papers
@@ -49,6 +50,7 @@ class Priced:
         self.calls += other.calls
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
+        self.cached_tokens += other.cached_tokens
         return self
 
 

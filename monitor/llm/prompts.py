@@ -34,7 +34,7 @@ def _shipped_prompts_dir() -> Path:
 DEFAULT_PROMPTS_DIR = _shipped_prompts_dir()
 
 # Tags the user prompt uses as delimiters; in paper text they are escaped so the text cannot close them.
-_DELIMITER = r"<\s*/?\s*(?:paper|title|abstract|claims?)\b[^<>]*>?"
+_DELIMITER = r"<\s*/?\s*(?:paper|title|abstract|claims?|first_reading)\b[^<>]*>?"
 # Chat templates' special tokens, which a server that tokenizes the rendered template with special tokens
 # on (llama.cpp) would read as turn boundaries: ChatML, Llama 3 and Phi `<|...|>`, Llama 2 and Mistral
 # `[INST]`, `<<SYS>>`, `<s>`, `</s>`, Gemma's turns. Escaped like the delimiters, they reach the model

@@ -24,6 +24,7 @@ class ExchangeRecorder:
     failed_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0  # of prompt_tokens, from the provider's prefix cache (priced apart)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -47,6 +48,7 @@ class ExchangeRecorder:
             "response_format": exchange.response_format,
             "prompt_tokens": exchange.prompt_tokens,
             "completion_tokens": exchange.completion_tokens,
+            "cached_tokens": exchange.cached_tokens,
             "latency_ms": exchange.latency_ms,
             "error": exchange.error,
         }
@@ -59,4 +61,5 @@ class ExchangeRecorder:
             self.failed_calls += 1 if exchange.error else 0
             self.prompt_tokens += prompt
             self.completion_tokens += completion
+            self.cached_tokens += exchange.cached_tokens if not exchange.estimated else 0
         return row_id

@@ -59,6 +59,7 @@ class Exchange:
     response_format: str | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0  # of prompt_tokens, served from the provider's prefix cache
     latency_ms: int = 0
     error: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)

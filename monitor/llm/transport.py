@@ -38,7 +38,7 @@ from monitor.backoff import backoff_seconds
 from monitor.config import LLMSettings
 from monitor.errors import ConfigError, JudgeError
 from monitor.llm.answers import AnswerRejected, InvalidAnswer, looks_like_refusal
-from monitor.llm.cost import estimate_tokens, messages_tokens
+from monitor.llm.cost import cached_of, estimate_tokens, messages_tokens
 from monitor.llm.retry import (
     MAX_BACKOFF_SECONDS,
     FailureStreak,
@@ -91,6 +91,7 @@ class Completion:
     completion_tokens: int
     latency_ms: int
     attempt: int
+    cached_tokens: int = 0  # of prompt_tokens, served from the provider's prefix cache
 
 
 class ChatTransport:
@@ -349,6 +350,7 @@ class ChatTransport:
             completion_tokens=usage.completion_tokens if usage else 0,
             latency_ms=latency,
             attempt=attempt,
+            cached_tokens=cached_of(usage),
         )
 
     def _count(self, exc: openai.APIError) -> None:
@@ -468,6 +470,7 @@ class ChatTransport:
                 response_format=done.mode,
                 prompt_tokens=done.prompt_tokens,
                 completion_tokens=done.completion_tokens,
+                cached_tokens=done.cached_tokens,
                 latency_ms=done.latency_ms,
                 error=error,
                 extra={"attempt": done.attempt, "turn": turn, "finish_reason": done.finish_reason},

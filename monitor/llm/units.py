@@ -1,8 +1,10 @@
-"""The LLM work of any stage, in units: a paper version and some of its claims, one call each.
+"""The LLM work of any stage, in units: one call each, over one or more paper versions and claims.
 
-The judge and the relevance screen both send a paper with several of its claims in one call (they
-share the abstract's tokens); `group_units` is the one place pairs become calls. `CallCounts` is what
-every stage's summary counts of its calls, tokens and batches.
+The judge sends a paper with several of its claims in one call (they share the abstract's tokens):
+`group_units` is the one place its pairs become calls. The relevance screen sends a group of claims
+(the call's stable prefix) and several papers after it: its units hold one section per paper
+(monitor/relevance/screen.py). `CallCounts` is what every stage's summary counts of its calls, tokens
+and batches.
 """
 
 from __future__ import annotations
@@ -25,16 +27,11 @@ class Pair:
 
 
 @dataclass
-class WorkUnit:
-    """One call's worth of work: a paper version and up to a call's number of its pending pairs."""
+class Section:
+    """One paper version of a call and its pending pairs."""
 
     paper: PaperText
     pairs: list[Pair]
-    estimated_tokens: int = 0
-
-    @property
-    def claims(self) -> list[ClaimText]:
-        return [p.claim for p in self.pairs]
 
     @property
     def paper_key(self) -> tuple[str, int]:
@@ -45,6 +42,49 @@ class WorkUnit:
         return f"{self.paper.arxiv_id}v{self.paper.version}"
 
 
+@dataclass
+class WorkUnit:
+    """One call's worth of work: a paper version and up to a call's number of its pending pairs (the
+    judge's), or several papers, each a `Section`, asked about the same claims (the screen's)."""
+
+    sections: list[Section]
+    estimated_tokens: int = 0
+    cached_tokens: int = 0  # of estimated_tokens, a prompt prefix the provider is expected to have cached
+
+    @classmethod
+    def of(cls, paper: PaperText, pairs: list[Pair]) -> WorkUnit:
+        return cls([Section(paper, pairs)])
+
+    @property
+    def paper(self) -> PaperText:
+        """The unit's paper: the first, and for the judge's units the only one."""
+        return self.sections[0].paper
+
+    @property
+    def pairs(self) -> list[Pair]:
+        """Every pair of the call, paper by paper."""
+        return [pair for section in self.sections for pair in section.pairs]
+
+    @property
+    def claims(self) -> list[ClaimText]:
+        """The claims the call asks about: the first section's (every section of a screen unit asks
+        about the same claims)."""
+        return [p.claim for p in self.sections[0].pairs]
+
+    @property
+    def papers(self) -> list[PaperText]:
+        return [s.paper for s in self.sections]
+
+    @property
+    def paper_key(self) -> tuple[str, int]:
+        return self.sections[0].paper_key
+
+    @property
+    def label(self) -> str:
+        more = len(self.sections) - 1
+        return self.sections[0].label + (f"+{more}" if more else "")
+
+
 def group_units(rows: Iterable[tuple[PaperText, Pair]], per_call: int) -> list[WorkUnit]:
     """Consecutive pairs of one paper version in units of at most `per_call` (rows come paper by paper)."""
     per_call = max(1, per_call)
@@ -52,9 +92,9 @@ def group_units(rows: Iterable[tuple[PaperText, Pair]], per_call: int) -> list[W
     for paper, pair in rows:
         last = units[-1] if units else None
         if last is None or last.paper_key != (paper.arxiv_id, paper.version) or len(last.pairs) >= per_call:
-            last = WorkUnit(paper, [])
+            last = WorkUnit.of(paper, [])
             units.append(last)
-        last.pairs.append(pair)
+        last.sections[0].pairs.append(pair)
     return units
 
 
@@ -101,6 +141,7 @@ class CallCounts:
     calls: int = 0  # requests made, retries and corrective turns included
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0  # of prompt_tokens, served from the provider's prefix cache (a cheaper rate)
     batches_submitted: int = 0  # Batch API only
     batches_waiting: int = 0
     batches_collected: int = 0
@@ -108,3 +149,9 @@ class CallCounts:
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+    def take_counts(self, recorder: Any) -> None:
+        """Copy an ExchangeRecorder's call and token counts (what the stage's calls really cost)."""
+        self.calls = recorder.calls
+        self.prompt_tokens, self.completion_tokens = recorder.prompt_tokens, recorder.completion_tokens
+        self.cached_tokens = recorder.cached_tokens

@@ -1,32 +1,39 @@
-"""The LLM screen: a second relevance stage that asks an LLM which first-cut claims a paper bears on.
+"""The LLM screen: every paper of the period against every active claim, before anything is judged.
 
-Lexical and title-embedding scores find papers on a claim's topic, but a paper that bears on a claim
-by argument ("homogenised answers" against a claim about diversity) often ranks far below the 2% cut
-(bench/relevance_bench.py --curve). With `relevance.screen = "llm"` the first stage keeps a wider
-cut (`screen_share` of the reference sample per claim) and marks those pairs `pending`; this stage
-sends each paper once, with its pending claims, to the judge's OpenAI-compatible server and keeps
-the claims the model names. The call is short (a list of ids, no rationale or quote), so screening a
-paper costs a fraction of judging its pairs.
+A lexical cut decides by words which claim a paper is read against, and a paper that bears on a claim
+by argument ("homogenised answers" against a claim about diversity) shares few of its words: at 10%
+BM25 kept 0.83-0.85 of the bearing pairs (docs/relevance.md). So with an LLM in force
+(`relevance.screen`, "auto" by default) the relevance stage writes every (paper, claim) pair pending
+(or those of a measured first cut, `screen_share` < 1) and this stage asks the LLM which claims each
+paper bears on; only the pairs it keeps are judged.
 
-Each paper's answer is committed on its own, so a crash or a stop loses at most the calls in flight;
+Calls are laid out for a provider's prefix cache. The active claims are split into fixed groups
+(`screen_claims_per_call`, in claim-id order); a call's system message is the instructions and one
+group's claims, the same for every call of the group in a run, and its user message is a few papers
+(`screen_papers_per_call`) after it, so all but the first call of a group read the long prefix at the
+cached rate. A paper asks about the claims of the group still pending for it (after a claim is added,
+old papers ask about that claim alone), and papers asking about the same claims share calls. The
+answer names, per paper, the claims it bears on, by short ids (C1.., P1..) mapped back here.
+
+Each call's answers commit in one transaction, so a crash or a stop loses at most the calls in flight;
 a failed call (after retries and one corrective turn) leaves its pairs pending for the next run.
 Every request is logged in `llm_exchanges` like the judge's, under its own prompt version. With
-`relevance.screen_batch` the pending pairs go through the Batch API instead: each pass collects the
-finished screen batches, then submits the pending pairs no open batch carries; a pair whose answer
-failed (refused, invalid, expired) stays pending, so the judge does not see it, and goes into the next
-batch. The LLM engine (monitor/llm/engine.py) runs both; this module keeps the screen's prompts, its
-answer schema and what it writes.
+`relevance.screen_batch` the pending pairs go through the Batch API instead. The LLM engine
+(monitor/llm/engine.py) runs both; this module keeps the screen's prompts, its answer schema and what
+it writes.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
 import openai
 from openai import OpenAI
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -35,18 +42,30 @@ from monitor.config import Settings
 from monitor.errors import ConfigError, MonitorError
 from monitor.llm import batch as batches
 from monitor.llm.answers import InvalidAnswer, load_json
-from monitor.llm.cost import token_cost
+from monitor.llm.cost import cached_prefix, estimate_tokens, token_cost
 from monitor.llm.engine import BatchRun, run_live
+from monitor.llm.grouped import Priced
 from monitor.llm.prompts import Templates, load_templates
 from monitor.llm.recorder import ExchangeRecorder
 from monitor.llm.texts import ClaimText, PaperText, Recorder
 from monitor.llm.transport import ChatTransport, Mode, Question
-from monitor.llm.units import CallCounts, Pair, UnitPricing, WorkUnit, group_units
+from monitor.llm.units import CallCounts, Pair, Section, WorkUnit
 from monitor.store import Store
-from monitor.store.candidates import count_screen_pending, pairs_to_screen, save_screen_answer
+from monitor.store.candidates import count_screen_pending, pending_screen_pairs, save_screen_answers
+from monitor.store.claims import active_claims
+from monitor.store.papers import version_texts
 from monitor.store.runs import StageNotes
 
 TEMPLATE_NAMES = ("screen_system.j2", "screen_user.j2", "screen_correction.j2")
+
+
+def claim_ids(n: int) -> list[str]:
+    """The short ids a call gives its `n` claims, in order."""
+    return [f"C{i}" for i in range(1, n + 1)]
+
+
+def paper_ids(n: int) -> list[str]:
+    return [f"P{i}" for i in range(1, n + 1)]
 
 
 @dataclass(frozen=True)
@@ -59,61 +78,98 @@ class ScreenPrompts:
     def version(self) -> str:
         return self.templates.version
 
-    def system(self) -> str:
-        return self.templates.render("screen_system.j2")
+    def system(self, claims: Sequence[ClaimText]) -> str:
+        """The instructions and the claims asked about: the prefix every call of a group shares."""
+        return self.templates.render("screen_system.j2", claims=claims, claim_ids=claim_ids(len(claims)))
 
-    def user(self, paper: PaperText, claims: list[ClaimText]) -> str:
-        return self.templates.render("screen_user.j2", paper=paper.for_prompt(), claims=claims)
+    def user(self, papers: Sequence[PaperText]) -> str:
+        shown = [p.for_prompt() for p in papers]
+        return self.templates.render("screen_user.j2", papers=shown, paper_ids=paper_ids(len(papers)))
 
-    def messages(self, paper: PaperText, claims: list[ClaimText]) -> list[dict[str, str]]:
+    def messages(self, claims: Sequence[ClaimText], papers: Sequence[PaperText]) -> list[dict[str, str]]:
         return [
-            {"role": "system", "content": self.system()},
-            {"role": "user", "content": self.user(paper, claims)},
+            {"role": "system", "content": self.system(claims)},
+            {"role": "user", "content": self.user(papers)},
         ]
 
-    def correction(self, problem: str, claim_ids: list[str]) -> str:
-        return self.templates.render("screen_correction.j2", problem=problem, claim_ids=claim_ids)
+    def correction(self, problem: str, papers: int, claims: int) -> str:
+        return self.templates.render(
+            "screen_correction.j2", problem=problem, paper_ids=paper_ids(papers), claim_ids=claim_ids(claims)
+        )
 
 
 def load_screen_prompts(directory: Path | None = None) -> ScreenPrompts:
     return ScreenPrompts(load_templates(directory, TEMPLATE_NAMES, "relevance screen"))
 
 
+class _PaperAnswer(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    paper: str
+    claims: list[str]
+
+
 class ScreenAnswer(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    relevant: list[str]
+    papers: list[_PaperAnswer]
 
 
-def screen_schema(claim_ids: list[str], bounds: bool = False) -> dict[str, Any]:
-    """The `response_format` schema: a list of ids drawn from those asked."""
-    items: dict[str, Any] = {"type": "array", "items": {"type": "string", "enum": list(claim_ids)}}
+def screen_schema(papers: int, claims: int, bounds: bool = False) -> dict[str, Any]:
+    """The `response_format` schema: per paper asked, a list of the claim ids asked."""
+    kept: dict[str, Any] = {"type": "array", "items": {"type": "string", "enum": claim_ids(claims)}}
+    entries: dict[str, Any] = {
+        "type": "array",
+        "items": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["paper", "claims"],
+            "properties": {"paper": {"type": "string", "enum": paper_ids(papers)}, "claims": kept},
+        },
+    }
     if bounds:
-        items["maxItems"] = len(claim_ids)
+        kept["maxItems"] = claims
+        entries["minItems"] = entries["maxItems"] = papers
     return {
         "type": "object",
         "additionalProperties": False,
-        "required": ["relevant"],
-        "properties": {"relevant": items},
+        "required": ["papers"],
+        "properties": {"papers": entries},
     }
 
 
-def parse_screen(text: str | None, claim_ids: list[str]) -> set[str]:
-    """The claim ids a reply keeps; raises InvalidAnswer for anything but a list of the ids asked."""
+def parse_screen(text: str | None, papers: int, claims: int) -> list[set[int]]:
+    """Per paper asked (by position), the positions of the claims a reply keeps for it; raises
+    InvalidAnswer for anything but one entry per paper asked, naming only the claims asked."""
     if not text or not text.strip():
         raise InvalidAnswer("the reply is empty")
     data = load_json(text)
     if isinstance(data, list):
-        data = {"relevant": data}
+        data = {"papers": data}
     try:
         answer = ScreenAnswer.model_validate(data)
     except ValidationError as exc:
-        raise InvalidAnswer(f'expected {{"relevant": [claim ids]}}: {exc.errors()[0]["msg"]}') from None
-    kept = {i.strip() for i in answer.relevant}
-    unknown = sorted(kept - set(claim_ids))
-    if unknown:
-        raise InvalidAnswer(f"ids not among those asked: {unknown}; use only {claim_ids}")
-    return kept
+        raise InvalidAnswer(
+            f'expected {{"papers": [{{"paper": "P1", "claims": [...]}}, ...]}}: {exc.errors()[0]["msg"]}'
+        ) from None
+    paper_pos = {pid: i for i, pid in enumerate(paper_ids(papers))}
+    claim_pos = {cid: i for i, cid in enumerate(claim_ids(claims))}
+    kept: list[set[int] | None] = [None] * papers
+    for entry in answer.papers:
+        where = paper_pos.get(entry.paper.strip().upper())
+        if where is None:
+            raise InvalidAnswer(f"paper {entry.paper!r} was not asked about; use {list(paper_pos)}")
+        if kept[where] is not None:
+            raise InvalidAnswer(f"paper {entry.paper!r} answered twice")
+        named = {c.strip().upper() for c in entry.claims}
+        unknown = sorted(named - claim_pos.keys())
+        if unknown:
+            raise InvalidAnswer(f"claim ids not among those asked: {unknown}; use only C1..C{claims}")
+        kept[where] = {claim_pos[c] for c in named}
+    missing = [pid for pid, got in zip(paper_ids(papers), kept, strict=True) if got is None]
+    if missing:
+        raise InvalidAnswer(f"no entry for paper(s) {missing}: answer for every paper asked")
+    return [got or set() for got in kept]
 
 
 class LLMScreen:
@@ -140,23 +196,28 @@ class LLMScreen:
     def mode(self) -> Mode | None:
         return self.transport.mode
 
-    def question(self, paper: PaperText, claims: list[ClaimText]) -> Question[set[str]]:
-        ids = [c.id for c in claims]
+    def question(self, claims: Sequence[ClaimText], papers: Sequence[PaperText]) -> Question[list[set[int]]]:
+        n_papers, n_claims = len(papers), len(claims)
         return Question(
-            messages=self.prompts.messages(paper, claims),
-            schema_name="relevant_claims",
-            schema=lambda bounds: screen_schema(ids, bounds=bounds),
-            # A list of ids: about ten tokens each, plus the braces; room for a model that pads.
-            max_tokens=64 + 16 * len(ids),
-            parse=lambda text: parse_screen(text, ids),
-            correction=lambda problem: self.prompts.correction(problem, ids),
+            messages=self.prompts.messages(claims, papers),
+            schema_name="screened_papers",
+            schema=lambda bounds: screen_schema(n_papers, n_claims, bounds=bounds),
+            max_tokens=answer_tokens(n_papers, n_claims) * 2 + 32,  # room for a model that pads
+            parse=lambda text: parse_screen(text, n_papers, n_claims),
+            correction=lambda problem: self.prompts.correction(problem, n_papers, n_claims),
         )
 
-    def screen(
-        self, paper: PaperText, claims: list[ClaimText], recorder: Recorder | None = None
-    ) -> tuple[set[str], int | None]:
-        """The ids of `claims` the paper bears on, and the exchange that said so."""
-        return self.transport.ask(self.question(paper, claims), f"{paper.arxiv_id}v{paper.version}", recorder)
+    def unit_question(self, unit: WorkUnit) -> Question[list[set[int]]]:
+        return self.question(unit.claims, unit.papers)
+
+    def screen(self, unit: WorkUnit, recorder: Recorder | None = None) -> tuple[list[set[int]], int | None]:
+        """Per paper of `unit`, the positions of its claims the paper bears on, and the exchange."""
+        return self.transport.ask(self.unit_question(unit), unit.label, recorder)
+
+
+def answer_tokens(papers: int, claims: int) -> int:
+    """A screen answer's expected completion tokens: an entry a paper and a few claim ids each."""
+    return 4 + papers * (10 + max(1, claims // 8) * 3)
 
 
 @dataclass
@@ -171,6 +232,7 @@ class ScreenSummary(CallCounts):
     failed_papers: int = 0  # left pending for the next run
     pending_left: int = 0
     stopped: str | None = None  # why screening stopped early: budget, stop signal, server unavailable
+    unavailable: str = ""  # the server's fatal fault, for the run's error (it stops the run as the judge's)
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -193,39 +255,153 @@ class ScreenSummary(CallCounts):
         return StageNotes(tokens=self.tokens, warnings=warnings)
 
 
-def pending_screen_units(store: Store, per_call: int, claim_ids: list[str] | None) -> list[WorkUnit]:
-    """The pending pairs, a paper version's claims `per_call` to a call (monitor/llm/units.py)."""
+def claim_groups(claims: Sequence[ClaimText], size: int) -> list[list[ClaimText]]:
+    """The active claims in fixed groups of at most `size`, in claim-id order: the same groups for
+    every paper, so each group's prompt prefix is the same for every call that asks about it."""
+    ordered = sorted(claims, key=lambda c: c.id)
+    size = max(1, size)
+    return [ordered[i : i + size] for i in range(0, len(ordered), size)]
+
+
+def screen_units(
+    pending: dict[tuple[str, int], set[str]],
+    texts: dict[tuple[str, int], PaperText],
+    groups: Sequence[Sequence[ClaimText]],
+    papers_per_call: int,
+) -> list[WorkUnit]:
+    """Calls for the `pending` claim ids of each paper version: per group, the papers asking about the
+    same claims of it share calls, `papers_per_call` a call; a group's calls come one after another
+    (its prefix stays in the provider's cache)."""
+    per_call = max(1, papers_per_call)
+    units: list[WorkUnit] = []
+    for group in groups:
+        buckets: dict[tuple[str, ...], list[tuple[str, int]]] = {}
+        for key in sorted(pending):
+            asked = tuple(c.id for c in group if c.id in pending[key])
+            if asked:
+                buckets.setdefault(asked, []).append(key)
+        by_id = {c.id: c for c in group}
+        for asked, keys in buckets.items():
+            claims = [by_id[c] for c in asked]
+            for start in range(0, len(keys), per_call):
+                sections = [
+                    Section(texts[k], [Pair(c, pair_key(k[0], k[1], c.id)) for c in claims])
+                    for k in keys[start : start + per_call]
+                ]
+                units.append(WorkUnit(sections))
+    return units
+
+
+def pending_screen_units(
+    store: Store, settings: Settings, claim_ids: Sequence[str] | None = None, since: dt.date | None = None
+) -> list[WorkUnit]:
+    """The pairs waiting for the screen (of `claim_ids`, default all; of papers published on or after
+    `since`), as calls (`screen_units`)."""
+    cfg = settings.relevance
     with store.session() as session:
-        rows = pairs_to_screen(session, claim_ids)
-    return group_units(
-        (
-            (
-                PaperText(arxiv_id, version, title, abstract),
-                Pair(ClaimText(claim_id, text), _key(arxiv_id, version, claim_id)),
-            )
-            for arxiv_id, version, claim_id, text, title, abstract in rows
-        ),
-        per_call,
-    )
+        pending = pending_screen_pairs(session, claim_ids, since)
+        if not pending:
+            return []
+        claims = [ClaimText(c.id, c.text, c.date_text) for c in active_claims(session)]
+        rows = version_texts(session, list(pending))
+    texts = {
+        key: PaperText(key[0], key[1], title, abstract, day.isoformat() if day else None)
+        for key, (title, abstract, day) in rows.items()
+    }
+    pending = {key: ids for key, ids in pending.items() if key in texts}
+    groups = claim_groups(claims, cfg.screen_claims_per_call)
+    return screen_units(pending, texts, groups, cfg.screen_papers_per_call)
 
 
-def _key(arxiv_id: str, version: int, claim_id: str) -> str:
+def pair_key(arxiv_id: str, version: int, claim_id: str) -> str:
+    """The screen's key of a pair (a batch row's record of what it carries)."""
     return f"{arxiv_id}v{version}/{claim_id}"
 
 
-def screen_pricing(prompts: ScreenPrompts) -> UnitPricing:
-    """A screen call's estimate: the tokens of its messages joined by newlines (system, then user)."""
-    return UnitPricing(
-        prompts.user,
-        # An answer lists some of the ids asked, about ten tokens each: budget four a claim asked.
-        lambda claims: 8 + 4 * claims,
-        fixed_chars=len(prompts.system()) + 1,
-    )
+class ScreenPricing:
+    """A screen call's estimate: the tokens of its system message (the group's prefix), of its papers,
+    and of its answer; the prefix counts as cached from the second call of the same claims on."""
+
+    def __init__(self, prompts: ScreenPrompts) -> None:
+        self.prompts = prompts
+        self._system_tokens: dict[tuple[str, ...], int] = {}
+
+    def system_tokens(self, claims: Sequence[ClaimText]) -> int:
+        key = tuple(f"{c.id}\0{c.text}" for c in claims)
+        if key not in self._system_tokens:
+            self._system_tokens[key] = estimate_tokens(self.prompts.system(claims)) + 1
+        return self._system_tokens[key]
+
+    def estimate(self, units: Iterable[WorkUnit]) -> tuple[int, int, int]:
+        """Set each unit's estimated tokens (and cached part); returns (prompt, completion, cached) totals."""
+        prompt_total = completion_total = cached_total = 0
+        seen: set[tuple[str, ...]] = set()
+        for unit in units:
+            claims = unit.claims
+            prefix = self.system_tokens(claims)
+            asked = prefix + estimate_tokens(self.prompts.user(unit.papers))
+            answered = answer_tokens(len(unit.sections), len(claims))
+            key = tuple(c.id for c in claims)
+            cached = cached_prefix(prefix) if key in seen else 0
+            seen.add(key)
+            unit.estimated_tokens, unit.cached_tokens = asked + answered, cached
+            prompt_total += asked
+            completion_total += answered
+            cached_total += cached
+        return prompt_total, completion_total, cached_total
 
 
-def estimate_screen_units(units: list[WorkUnit], prompts: ScreenPrompts) -> tuple[int, int]:
-    """Each unit's estimated tokens; returns the (prompt, completion) totals."""
-    return screen_pricing(prompts).estimate(units)
+class ScreenCounter:
+    """Counts the screen calls a first cut would make over some papers and claims (the dry run's table
+    of alternatives), batch by batch from its selection mask, as `screen_units` would group them when
+    every selected claim of a group is asked: per group, the papers with a selected claim of it,
+    `papers_per_call` a call, each group's prefix cached from its second call on."""
+
+    def __init__(
+        self,
+        prompts: ScreenPrompts,
+        papers: Sequence[PaperText],
+        claims: Sequence[ClaimText],
+        claims_per_call: int,
+        papers_per_call: int,
+    ) -> None:
+        self.prompts, self.papers = prompts, papers
+        self.per_call = max(1, papers_per_call)
+        order = sorted(range(len(claims)), key=lambda i: claims[i].id)
+        size = max(1, claims_per_call)
+        self.groups = [order[i : i + size] for i in range(0, len(order), size)]
+        pricing = ScreenPricing(prompts)
+        self.prefix = [pricing.system_tokens([claims[i] for i in group]) for group in self.groups]
+        self.started = [False] * len(self.groups)  # a group whose first call (uncached) is counted
+        self.waiting: list[list[int]] = [[] for _ in self.groups]  # papers not in a full call yet
+
+    def count(self, chosen: np.ndarray, start: int) -> Priced:
+        """The calls and tokens for a (claims x papers) selection mask of papers[start:...]; a group's
+        papers short of a full call wait for the next batch (`flush` counts what is left)."""
+        priced = Priced(papers=int(chosen.any(axis=0).sum()), pairs=int(chosen.sum()))
+        for g, group in enumerate(self.groups):
+            self.waiting[g].extend(int(i) + start for i in np.flatnonzero(chosen[group].any(axis=0)))
+            while len(self.waiting[g]) >= self.per_call:
+                self._call(priced, g, self.waiting[g][: self.per_call])
+                del self.waiting[g][: self.per_call]
+        return priced
+
+    def flush(self) -> Priced:
+        """The calls of the papers still waiting: each group's last, shorter call."""
+        priced = Priced()
+        for g, waiting in enumerate(self.waiting):
+            if waiting:
+                self._call(priced, g, waiting)
+            self.waiting[g] = []
+        return priced
+
+    def _call(self, priced: Priced, group: int, papers: list[int]) -> None:
+        shown = [self.papers[i] for i in papers]
+        priced.calls += 1
+        priced.prompt_tokens += self.prefix[group] + estimate_tokens(self.prompts.user(shown))
+        priced.completion_tokens += answer_tokens(len(shown), len(self.groups[group]))
+        priced.cached_tokens += cached_prefix(self.prefix[group]) if self.started[group] else 0
+        self.started[group] = True
 
 
 class ScreenWriter:
@@ -236,19 +412,24 @@ class ScreenWriter:
         self.done: set[tuple[str, int]] = set()  # paper versions answered
         self.failed: set[tuple[str, int]] = set()  # paper versions with a unit that failed: still pending
 
-    def parse(self, unit: WorkUnit, text: str | None) -> set[str]:
-        return parse_screen(text, [c.id for c in unit.claims])
+    def parse(self, unit: WorkUnit, text: str | None) -> list[set[int]]:
+        return parse_screen(text, len(unit.sections), len(unit.claims))
 
-    def write(self, unit: WorkUnit, kept: set[str], exchange_id: int | None) -> None:
-        answer = {claim.id: claim.id in kept for claim in unit.claims}
+    def write(self, unit: WorkUnit, kept: list[set[int]], exchange_id: int | None) -> None:
+        claims = unit.claims
+        answers = [
+            (section.paper.arxiv_id, section.paper.version, {c.id: i in named for i, c in enumerate(claims)})
+            for section, named in zip(unit.sections, kept, strict=True)
+        ]
         with self.store.session() as session:
-            save_screen_answer(session, unit.paper.arxiv_id, unit.paper.version, answer, exchange_id)
-        self.summary.kept += len(kept)
-        self.summary.dropped += len(unit.claims) - len(kept)
-        self.done.add(unit.paper_key)
+            save_screen_answers(session, answers, exchange_id)
+        for _, _, answer in answers:
+            self.summary.kept += sum(answer.values())
+            self.summary.dropped += len(answer) - sum(answer.values())
+        self.done.update(s.paper_key for s in unit.sections)
 
     def fail(self, unit: WorkUnit, message: str, error: MonitorError | None = None) -> None:
-        self.failed.add(unit.paper_key)
+        self.failed.update(s.paper_key for s in unit.sections)
         self.summary.errors.append(message)
 
     def close(self) -> None:
@@ -263,25 +444,24 @@ def screen_pending(
     should_stop: Callable[[], bool] | None = None,
     claim_ids: list[str] | None = None,
     screen: LLMScreen | None = None,
+    since: dt.date | None = None,
 ) -> ScreenSummary:
-    """Screen every pending pair (of `claim_ids`, default all), a paper per call, `llm.concurrency`
-    calls at once; stops cleanly when `should_stop()` (the run's stop signal) or when `llm.token_budget`
-    is spent. Exchanges are stored under `run_id`.
-    With `relevance.screen_batch`, collect finished screen batches and submit the rest instead."""
+    """Screen every pending pair (of `claim_ids`, default all; of papers published on or after `since`,
+    the period a run judges), `llm.concurrency` calls at once; stops
+    cleanly when `should_stop()` (the run's stop signal) or when `llm.token_budget` is spent. Exchanges
+    are stored under `run_id`. With `relevance.screen_batch`, collect finished screen batches and submit
+    the rest instead."""
     began = time.monotonic()
     summary = ScreenSummary()
     recorder = ExchangeRecorder(store, run_id)
     writer = ScreenWriter(store, summary)
-    pending = functools.partial(
-        pending_screen_units, store, settings.relevance.screen_claims_per_call, claim_ids
-    )
+    pending = functools.partial(pending_screen_units, store, settings, claim_ids, since)
     if settings.relevance.screen_batch:
         _by_batch(store, settings, screen, pending, recorder, writer)
     elif units := pending():
         _live(settings, screen or LLMScreen(settings), units, recorder, writer, should_stop)
     writer.close()
-    summary.calls = recorder.calls
-    summary.prompt_tokens, summary.completion_tokens = recorder.prompt_tokens, recorder.completion_tokens
+    summary.take_counts(recorder)
     with store.session() as session:
         summary.pending_left = count_screen_pending(session, claim_ids)
     summary.seconds = time.monotonic() - began
@@ -296,10 +476,10 @@ def _live(
     writer: ScreenWriter,
     should_stop: Callable[[], bool] | None,
 ) -> None:
-    estimate_screen_units(units, screen.prompts)
+    ScreenPricing(screen.prompts).estimate(units)
     end = run_live(
         units,
-        lambda unit: screen.screen(unit.paper, unit.claims, recorder),
+        lambda unit: screen.screen(unit, recorder),
         writer,
         llm=settings.llm,
         recorder=recorder,
@@ -309,6 +489,7 @@ def _live(
     )
     if end.fatal:
         writer.summary.stopped = "the LLM server refuses requests"
+        writer.summary.unavailable = end.fatal
     elif end.stopped:
         writer.summary.stopped = "stop requested"
     elif end.budget_exhausted:
@@ -332,7 +513,7 @@ def _by_batch(
     try:
         engine.collect()
         units = engine.not_carried(pending())  # what collecting answered is pending no more
-        estimate_screen_units(units, screen.prompts)
+        ScreenPricing(screen.prompts).estimate(units)
         if engine.submit(units, settings.llm, recorder.run_id):
             writer.summary.stopped = f"token budget {settings.llm.token_budget} spent"
     except openai.APIError as exc:
@@ -342,15 +523,19 @@ def _by_batch(
 
 
 def estimate_screen(store: Store, settings: Settings) -> dict[str, object]:
-    """What screening the pending pairs would take (calls, tokens, USD at the [llm] rates, halved
-    with `relevance.screen_batch`). Calls nothing: this is `monitor judge --dry-run`'s view of the screen."""
-    units = pending_screen_units(store, settings.relevance.screen_claims_per_call, None)
-    prompt, completion = estimate_screen_units(units, load_screen_prompts(settings.judge.prompts_dir))
-    cost = token_cost(settings, prompt, completion, batch=settings.relevance.screen_batch)
+    """What screening the pending pairs would take (calls, tokens with the cached part, USD at the [llm]
+    rates, halved with `relevance.screen_batch`). Calls nothing: `monitor judge --dry-run`'s view of it."""
+    units = pending_screen_units(store, settings)
+    pricing = ScreenPricing(load_screen_prompts(settings.judge.prompts_dir))
+    prompt, completion, cached = pricing.estimate(units)
+    batch = settings.relevance.screen_batch
+    cost = token_cost(settings, prompt, completion, batch=batch, cached_tokens=cached)
     return {
         "pairs": sum(len(u.pairs) for u in units),
+        "papers": len({s.paper_key for u in units for s in u.sections}),
         "calls": len(units),
         "prompt_tokens": prompt,
+        "cached_tokens": cached,
         "completion_tokens": completion,
         "cost_estimate": round(cost, 4),
     }

@@ -13,6 +13,7 @@ papers, a weekly replay and a first scan of 20,000.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import time
 from collections.abc import Callable, Sequence
@@ -160,7 +161,8 @@ def make_scorer(
 
 @dataclass(frozen=True)
 class _Plan:
-    """How one pass cuts: with an LLM screen, a wider first cut that the screen narrows (screen.py)."""
+    """How one pass cuts: with an LLM screen, every pair (or a wider first cut) waits for the screen,
+    which narrows it (screen.py)."""
 
     cfg: RelevanceSettings
     screening: bool
@@ -174,10 +176,20 @@ class _Plan:
         cfg = settings.relevance_in_force()
         screening = cfg.screen == "llm"
         share = cfg.screen_share if screening else cfg.share
+        if screening and share >= 1.0:
+            # Every claim: no lexical cut at all. BM25 still scores each pair (cheap, no model) so a
+            # candidate keeps a score to rank by, but nothing is left out by it.
+            cfg = cfg.model_copy(update={"method": "bm25"})
+            return cls(cfg, True, 1.0, 1.0, SCREEN_PENDING, "all+llm-screen")
         method = cfg.method + ("+llm-screen" if screening else "")
         return cls(
             cfg, screening, share, batch_ceiling(cfg, share), SCREEN_PENDING if screening else None, method
         )
+
+    @property
+    def every_pair(self) -> bool:
+        """No first cut: every (paper, claim) pair goes to the screen."""
+        return self.screening and self.share >= 1.0
 
     def first_cut(self) -> RelevanceSettings:
         return (
@@ -211,12 +223,14 @@ def select_candidates(
     claim_ids: Sequence[str] | None = None,
     screen: bool = True,
     progress: bool = False,
+    since: dt.date | None = None,
 ) -> RelevanceSummary:
     """Scan paper versions each active claim has not seen yet; write `candidates` for those that pass
     (with `run_id`); between batches, stop when `should_stop()` says so (the next run resumes).
 
-    With relevance.screen = "llm", new pairs are written pending and then screened, unless `screen`
-    is False (a dry run, which must call nothing).
+    With relevance.screen = "llm", new pairs are written pending and then screened (those of papers
+    published on or after `since`, when given: the period a run judges), unless `screen` is False (a dry
+    run, which must call nothing).
     """
     began = time.monotonic()
     plan = _Plan.of(settings)
@@ -233,9 +247,8 @@ def select_candidates(
         _scan_versions(store, plan, scan, top, summary, progress, run_id, should_stop)
     if plan.screening and screen and not _stopped(should_stop):
         # Also picks up pairs a failed or interrupted earlier run left pending.
-        summary.screened = screen_pending(
-            store, settings, run_id, should_stop, claim_ids=list(claim_ids) if claim_ids else None
-        )
+        wanted = list(claim_ids) if claim_ids else None
+        summary.screened = screen_pending(store, settings, run_id, should_stop, claim_ids=wanted, since=since)
     summary.seconds = time.monotonic() - began
     return summary
 
@@ -251,7 +264,10 @@ def _prepare(
     """Score with every active claim, so a pair's score never depends on which claims are due."""
     scorer = make_scorer(store, settings, active, plan.first_cut())
     due = [active.index(c) for c in behind]
-    cuts = claim_cuts(scorer, plan.share, plan.cfg.cut, due)
+    if plan.every_pair:
+        cuts = np.full(len(due), -np.inf, dtype=np.float32)
+    else:
+        cuts = claim_cuts(scorer, plan.share, plan.cfg.cut, due)
     seen = np.array([marks[c.claim_id] for c in behind], dtype=np.int64)
     return _Scan(behind, marks, scorer, due, cuts, seen)
 
@@ -295,7 +311,8 @@ def _scan_batch(
     row_ids = np.array([p.row_id for p in papers], dtype=np.int64)
     eligible = row_ids[None, :] > scan.seen[:, None]
     scores = scan.scorer.score(papers, claims=scan.due)
-    pairs = select_pairs(scores, scan.cuts, eligible, plan.ceiling, plan.cfg.min_score)
+    floor = -np.inf if plan.every_pair else plan.cfg.min_score
+    pairs = select_pairs(scores, scan.cuts, eligible, plan.ceiling, floor)
     upto = int(row_ids[-1])
     with store.session() as session:
         summary.candidates_added += _write(

@@ -154,13 +154,20 @@ def _urgency(view: ClaimView) -> tuple[int, int, str]:
 def _summary(s: Session, settings: Settings, period: Period, claims: list[ClaimView]) -> Summary:
     start, stop = day_range(period)
     usage = period_usage(s, period.start, period.end, start, stop, period.key)
-    # Priced as the judge prices its own calls (llm/cost.py): Batch API answers at half price.
+    # Priced as the judge prices its own calls (llm/cost.py): cached prompt tokens at their rate, Batch API
+    # answers at half price.
     live = (
         usage.prompt_tokens - usage.batch_prompt_tokens,
         usage.completion_tokens - usage.batch_completion_tokens,
     )
-    cost = token_cost(settings, *live) + token_cost(
-        settings, usage.batch_prompt_tokens, usage.batch_completion_tokens, batch=True
+    cost = token_cost(
+        settings, *live, cached_tokens=usage.cached_tokens - usage.batch_cached_tokens
+    ) + token_cost(
+        settings,
+        usage.batch_prompt_tokens,
+        usage.batch_completion_tokens,
+        batch=True,
+        cached_tokens=usage.batch_cached_tokens,
     )
     counts = Counter(c.status for c in claims)
     # Pairs below the embedded judge's triage cut are not its work: counted apart, not as "not judged yet".

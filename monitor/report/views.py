@@ -336,9 +336,11 @@ class Summary:
 
     @property
     def final(self) -> bool:
-        """False when most of the period's pairs failed or were parked: the digest then says what
-        failed, is not mailed, and the run that wrote it exits 6; a later run rewrites it."""
-        return 2 * (self.judging.failed + self.judging.parked) <= self.judging.pairs
+        """False when most of the period's pairs failed, were parked or still wait for an LLM screen that
+        did not answer (of all it was to read): the digest then says what failed, is not mailed, and the
+        run that wrote it exits 6; a later run rewrites it."""
+        j = self.judging
+        return 2 * (j.failed + j.parked + j.awaiting_screen) <= j.pairs + j.screened_out
 
     def as_stats(self) -> dict[str, Any]:
         return {

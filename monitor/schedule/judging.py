@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from monitor.config import Settings
 from monitor.schedule.lock import locked_run
-from monitor.schedule.pipeline import Steps, judge_step, sync_claims
+from monitor.schedule.pipeline import Steps, check_screened, judge_step, sync_claims
 from monitor.schedule.signals import StopFlag
 from monitor.store.db import Store
 
@@ -103,11 +103,12 @@ def _pick(step: Steps, store: Store, settings: Settings, request: JudgeRequest, 
     from monitor.relevance import select_candidates
 
     step("claims", lambda: sync_claims(store, settings))
-    step(
+    picked = step(
         "relevance",
         lambda: select_candidates(store, settings, screen=not request.dry_run, progress=request.progress),
         shown=lambda picked: show("relevance", picked),
     )
+    check_screened(picked, settings, "monitor judge")
 
 
 def _estimate(
@@ -120,11 +121,14 @@ def _estimate(
     from monitor.judge.runner import judge_pending
 
     screen_pairs = 0
-    if settings.relevance.screen == "llm":
+    if settings.relevance_in_force().screen == "llm":
+        from monitor.judge.estimate import after_screen
         from monitor.relevance.screen import estimate_screen
 
         screened = estimate_screen(store, settings)
         screen_pairs = int(screened["pairs"])  # type: ignore[call-overload]
+        if screen_pairs:
+            screened["after_screen"] = after_screen(store, settings, screen_pairs).as_dict()
         show("screen estimate", screened)
     # The estimate at batch prices: on a copy, so the caller's settings say what its config says.
     priced = settings.model_copy(update={"llm": settings.llm.model_copy(update={"batch": batch})})

@@ -273,10 +273,11 @@ def check_final(digest: Any) -> None:
     if digest.stats.get("final", True):
         return
     tally = digest.stats["judging"]
+    screen = f", {tally['awaiting_screen']} awaiting the LLM screen" if tally.get("awaiting_screen") else ""
     raise JudgeError(
         f"the judge answered only {tally['judged']} of the {tally['pairs']} candidate pairs of "
-        f"{digest.period.key} ({tally['failed']} failed, {tally['parked']} parked): the digest says so and "
-        "is not mailed or posted; a run with a working judge rewrites it "
+        f"{digest.period.key} ({tally['failed']} failed, {tally['parked']} parked{screen}): the digest says "
+        "so and is not mailed or posted; a run with a working judge rewrites it "
         "(`monitor retest` asks parked pairs again)"
     )
 
@@ -349,9 +350,16 @@ def assess(
     picked = step(
         "relevance",
         lambda: select_candidates(
-            store, settings, run.id, run.should_stop, claim_ids=plan.claim_ids, progress=plan.progress
+            store,
+            settings,
+            run.id,
+            run.should_stop,
+            claim_ids=plan.claim_ids,
+            progress=plan.progress,
+            since=plan.since,
         ),
     )
+    check_screened(picked, settings, plan.again)
     which = {"force": plan.force, "claim_ids": plan.claim_ids, "since": plan.since, "progress": plan.progress}
     judged = step(
         "judge",
@@ -436,6 +444,30 @@ def _check_finished(summary: JudgeSummary, settings: Settings, run: RunRecord, a
     check_judged(summary, settings, again)
     if run.should_stop():  # SIGTERM/SIGINT: the judge started no further call; the rest stays pending
         raise Interrupted(f"stopped while judging; finished work is kept, run `{again}` again to go on")
+
+
+def check_screened(picked: RelevanceSummary, settings: Settings, again: str) -> None:
+    """Raise when the LLM screen did not finish, as `check_judged` does for the judge: BudgetExhausted (7)
+    for a spent budget, JudgeError (6) for a server that refused or answered none of its calls. The
+    pairs it did not answer stay pending, and verdicts and digests wait: a screen that failed must never
+    read as "no paper bears on a claim"."""
+    screened = picked.screened
+    if screened is None:
+        return
+    if screened.stopped and screened.stopped.startswith("token budget"):
+        raise BudgetExhausted(
+            f"{screened.stopped} while screening: {screened.pending_left} pair(s) wait for the screen; "
+            f"run `{again}` again to go on"
+        )
+    if screened.unavailable:  # nothing listens, or the server keeps failing: as the judge says it
+        waiting = f"{screened.pending_left} pair(s) wait for it"
+        raise JudgeError(f"{screened.unavailable} (the LLM screen; {waiting})")
+    if screened.failed_papers and not screened.papers:
+        first = f"; first error: {screened.errors[0][:200]}" if screened.errors else ""
+        raise JudgeError(
+            f"the LLM screen answered none of the {screened.failed_papers} paper(s) it was asked about"
+            f"{first}; {screened.pending_left} pair(s) wait for it"
+        )
 
 
 def check_judged(summary: JudgeSummary, settings: Settings, again: str) -> None:

@@ -164,12 +164,35 @@ def count_unjudged(
     return int(pairs or 0), int(papers or 0)
 
 
-def pairs_to_screen(session: Session, claim_ids: Sequence[str] | None = None) -> list[Row[Any]]:
-    """Candidate rows (as `candidate_pairs`) waiting for the LLM screen, optionally only of `claim_ids`."""
-    query = candidate_pairs().where(Candidate.screen == SCREEN_PENDING)
+def pending_screen_pairs(
+    session: Session, claim_ids: Sequence[str] | None = None, since: dt.date | None = None
+) -> dict[tuple[str, int], set[str]]:
+    """Per paper (latest version), the active claims whose pair waits for the LLM screen (optionally only
+    of `claim_ids`, of papers published on or after `since`); ids only: a paper's text is read once,
+    not once a claim (`version_texts`)."""
+    query = (
+        select(Candidate.arxiv_id, Candidate.version, Candidate.claim_id)
+        .join(Paper, Paper.arxiv_id == Candidate.arxiv_id)
+        .join(Claim, Claim.id == Candidate.claim_id)
+        .where(Candidate.version == Paper.version, is_active(), Candidate.screen == SCREEN_PENDING)
+    )
     if claim_ids:
         query = query.where(Claim.id.in_(claim_ids))
-    return list(session.execute(query).all())
+    if since:
+        query = query.where(Paper.published >= since)
+    pending: dict[tuple[str, int], set[str]] = {}
+    for arxiv_id, version, claim_id in session.execute(query.execution_options(yield_per=5000)):
+        pending.setdefault((arxiv_id, version), set()).add(claim_id)
+    return pending
+
+
+def screen_tally(session: Session) -> tuple[int, int]:
+    """(kept, dropped): the LLM screen's answers so far, over every pair it read."""
+    query = select(Candidate.screen, func.count()).where(
+        Candidate.screen.in_([SCREEN_KEPT, SCREEN_DROPPED])
+    ).group_by(Candidate.screen)
+    counts = dict(session.execute(query).all())
+    return int(counts.get(SCREEN_KEPT, 0)), int(counts.get(SCREEN_DROPPED, 0))
 
 
 def count_screen_pending(session: Session, claim_ids: Sequence[str] | None = None) -> int:
@@ -180,21 +203,26 @@ def count_screen_pending(session: Session, claim_ids: Sequence[str] | None = Non
     return session.scalar(query) or 0
 
 
-def save_screen_answer(
-    session: Session, arxiv_id: str, version: int, kept: dict[str, bool], exchange_id: int | None
+def save_screen_answers(
+    session: Session, answers: Sequence[tuple[str, int, dict[str, bool]]], exchange_id: int | None
 ) -> None:
-    """Mark the paper version's pairs of `kept`'s claims kept (True) or dropped, those still pending."""
-    for claim_id, keep in kept.items():
-        session.execute(
-            update(Candidate)
-            .where(
-                Candidate.arxiv_id == arxiv_id,
-                Candidate.version == version,
-                Candidate.claim_id == claim_id,
-                Candidate.screen == SCREEN_PENDING,
+    """For each (arxiv_id, version, {claim id: kept}), mark those of the paper version's pairs still
+    pending kept or dropped: two statements a paper, not one a pair."""
+    for arxiv_id, version, kept in answers:
+        for state, keep in ((SCREEN_KEPT, True), (SCREEN_DROPPED, False)):
+            claims = [claim_id for claim_id, k in kept.items() if k is keep]
+            if not claims:
+                continue
+            session.execute(
+                update(Candidate)
+                .where(
+                    Candidate.arxiv_id == arxiv_id,
+                    Candidate.version == version,
+                    Candidate.claim_id.in_(claims),
+                    Candidate.screen == SCREEN_PENDING,
+                )
+                .values(screen=state, screen_exchange_id=exchange_id)
             )
-            .values(screen=SCREEN_KEPT if keep else SCREEN_DROPPED, screen_exchange_id=exchange_id)
-        )
 
 
 def candidate_keys(session: Session, arxiv_ids: Iterable[str]) -> set[tuple[str, int, str]]:

@@ -10,9 +10,9 @@ from sqlalchemy import ColumnElement, Select, case, false, func, select
 from sqlalchemy.orm import Session
 
 from monitor.config import EMBEDDED_JUDGE_STORED
-from monitor.store.candidates import SCREEN_DROPPED
+from monitor.store.candidates import SCREEN_DROPPED, SCREEN_PENDING
 from monitor.store.claims import is_active
-from monitor.store.models import Assessment, Candidate, Claim, Paper
+from monitor.store.models import Assessment, Candidate, Claim, Paper, SecondLook
 from monitor.store.records import Digest, JudgeFailure, LLMExchange, Run
 
 # `digests.stats` keys that record mail delivery (monitor/report/delivery.py), not the rendering:
@@ -35,6 +35,8 @@ class PeriodUsage(NamedTuple):
     judged_embedded: int = 0  # of `judged`, by the embedded offline judge (`local`)
     batch_prompt_tokens: int = 0  # of the tokens, those answered through the Batch API (half price)
     batch_completion_tokens: int = 0
+    cached_tokens: int = 0  # of the prompt tokens, served from the provider's prefix cache (a cheaper rate)
+    batch_cached_tokens: int = 0  # of those, through the Batch API
 
 
 def _judged_for_period(
@@ -98,7 +100,8 @@ def period_usage(
     """Judgements made in [start, stop), or made later about papers published on `first`..`last`
     (a replay judges past weeks today); tokens are those of their exchanges, of any other call made in
     [start, stop), and, with the period's `key`, of every call of the runs that worked for its digest
-    (`period_runs`: failed and invalid answers, the screen, research questions, wordings)."""
+    (`period_runs`: failed and invalid answers, the screen, research questions, wordings), and of the
+    LLM screen's and the second look's calls about the period's papers."""
     judged_here = _judged_for_period(first, last, start, stop)
     judged, embedded = session.execute(
         select(
@@ -109,16 +112,30 @@ def period_usage(
         .where(judged_here)
     ).one()
     exchange_ids = select(Assessment.exchange_id).where(judged_here & Assessment.exchange_id.is_not(None))
+    second_ids = (
+        select(SecondLook.exchange_id)
+        .join(Assessment, Assessment.id == SecondLook.assessment_id)
+        .where(judged_here & SecondLook.exchange_id.is_not(None))
+    )
+    screen_ids = (
+        select(Candidate.screen_exchange_id)
+        .join(Paper, Paper.arxiv_id == Candidate.arxiv_id)
+        .where(Paper.published.between(first, last), Candidate.screen_exchange_id.is_not(None))
+    )
     batch = LLMExchange.response_format == "batch"
-    prompt, completion, batch_prompt, batch_completion = session.execute(
+    prompt, completion, batch_prompt, batch_completion, cached, batch_cached = session.execute(
         select(
             func.coalesce(func.sum(LLMExchange.prompt_tokens), 0),
             func.coalesce(func.sum(LLMExchange.completion_tokens), 0),
             func.coalesce(func.sum(case((batch, LLMExchange.prompt_tokens), else_=0)), 0),
             func.coalesce(func.sum(case((batch, LLMExchange.completion_tokens), else_=0)), 0),
+            func.coalesce(func.sum(LLMExchange.cached_tokens), 0),
+            func.coalesce(func.sum(case((batch, LLMExchange.cached_tokens), else_=0)), 0),
         ).where(
             ((LLMExchange.created_at >= start) & (LLMExchange.created_at < stop))
             | LLMExchange.id.in_(exchange_ids)
+            | LLMExchange.id.in_(second_ids)
+            | LLMExchange.id.in_(screen_ids)
             | (LLMExchange.run_id.in_(period_runs(key)) if key is not None else false())
         )
     ).one()
@@ -129,6 +146,8 @@ def period_usage(
         int(embedded or 0),
         int(batch_prompt),
         int(batch_completion),
+        int(cached),
+        int(batch_cached),
     )
 
 
@@ -141,6 +160,10 @@ class PairTally(NamedTuple):
     failed: int = 0  # the judge's answer was unusable; asked again by the next run
     parked: int = 0  # failed too often: no longer asked until `monitor retest`
     pending: int = 0  # not asked yet (or waiting for the LLM screen)
+    # With the LLM screen (relevance.screen): of `pending`, the pairs it has not answered yet (its call
+    # failed, or the run stopped), and, besides `pairs`, those it read and found not to bear.
+    awaiting_screen: int = 0
+    screened_out: int = 0
 
 
 def _period_keys(
@@ -172,8 +195,12 @@ def period_pairs(session: Session, first: dt.date, last: dt.date) -> PairTally:
     judged, failing, parked = _judged_failing_parked(session, first, last)
     screened = Candidate.screen.is_(None) | (Candidate.screen != SCREEN_DROPPED)
     pairs = _period_keys(session, first, last, Candidate, screened) | judged | failing | parked
-    pending = len(pairs - judged - failing - parked)
-    return PairTally(len(pairs), len(judged), len(failing - parked), len(parked), pending)
+    pending = pairs - judged - failing - parked
+    awaiting = _period_keys(session, first, last, Candidate, Candidate.screen == SCREEN_PENDING) & pending
+    dropped = _period_keys(session, first, last, Candidate, Candidate.screen == SCREEN_DROPPED) - pairs
+    return PairTally(
+        len(pairs), len(judged), len(failing - parked), len(parked), len(pending), len(awaiting), len(dropped)
+    )
 
 
 def unread_by_claim(session: Session, first: dt.date, last: dt.date) -> dict[str, int]:

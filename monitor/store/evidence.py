@@ -7,10 +7,11 @@ import datetime as dt
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from monitor.store.models import Assessment, Paper, PaperVersion
+from monitor.store.assessments import SECOND_DISAGREED
+from monitor.store.models import Assessment, Paper, PaperVersion, SecondLook
 from monitor.store.reviews import has_review
 
 
@@ -33,6 +34,15 @@ class AssessmentRow(NamedTuple):
     published: dt.date | None
     version_title: str | None
     version_updated: dt.datetime | None
+    strength: str | None = None
+    second_look: str | None = None  # pending | agreed | disagreed (judge/second_look.py)
+    # The latest second reading, where there is one: label, strength, confidence, quote, rationale, grounded.
+    second_label: str | None = None
+    second_strength: str | None = None
+    second_confidence: float | None = None
+    second_evidence: str | None = None
+    second_rationale: str | None = None
+    second_grounded: bool | None = None
 
 
 def current_assessments(
@@ -40,9 +50,14 @@ def current_assessments(
 ) -> Iterator[AssessmentRow]:
     """Current assessments (of `claim_ids` only, when given), in id order.
 
-    UNRELATED ones are left out unless asked for or a curator reviewed the pair (they may have
-    relabelled it).
+    UNRELATED ones are left out unless asked for, a curator reviewed the pair (they may have
+    relabelled it) or its second reading disagreed. Each row carries its latest second reading.
     """
+    latest = (
+        select(SecondLook.assessment_id, func.max(SecondLook.id).label("id"))
+        .group_by(SecondLook.assessment_id)
+        .subquery()
+    )
     query = (
         select(
             Assessment.id,
@@ -61,17 +76,29 @@ def current_assessments(
             Paper.published,
             PaperVersion.title,
             PaperVersion.updated,
+            Assessment.strength,
+            Assessment.second_look,
+            SecondLook.label,
+            SecondLook.strength,
+            SecondLook.confidence,
+            SecondLook.evidence,
+            SecondLook.rationale,
+            SecondLook.grounded,
         )
         .join(Paper, Paper.arxiv_id == Assessment.arxiv_id)
         .outerjoin(
             PaperVersion,
             (PaperVersion.arxiv_id == Assessment.arxiv_id) & (PaperVersion.version == Assessment.version),
         )
+        .outerjoin(latest, latest.c.assessment_id == Assessment.id)
+        .outerjoin(SecondLook, SecondLook.id == latest.c.id)
         .where(Assessment.is_current.is_(True))
         .order_by(Assessment.id)
     )
     if not include_unrelated:
-        query = query.where((Assessment.label != "UNRELATED") | has_review())
+        # An UNRELATED first reading that a second reading disagreed with waits for a curator: evidence.
+        bears = (Assessment.label != "UNRELATED") | (Assessment.second_look == SECOND_DISAGREED)
+        query = query.where(bears | has_review())
     if claim_ids is not None:
         query = query.where(Assessment.claim_id.in_(list(claim_ids)))
     for row in session.execute(query):

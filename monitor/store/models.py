@@ -284,7 +284,35 @@ class Assessment(Base):
     grounded: Mapped[bool] = mapped_column(Boolean, default=False)
     # "Related, stance unclear": the embedded judge withheld its stance (kept for review, never counted).
     abstained: Mapped[bool] = mapped_column(Boolean, default=False)
+    # How much the finding can carry: direct | indirect | weak | none (LLM judges, schema v12); NULL
+    # for older rows and the embedded judge, weighed as before.
+    strength: Mapped[str | None] = mapped_column(String(10))
+    # The closer second reading a label that moves verdicts gets before it counts (judge/second_look.py):
+    # NULL none asked | pending | agreed | disagreed (then it waits for a curator).
+    second_look: Mapped[str | None] = mapped_column(String(10))
     is_current: Mapped[bool] = mapped_column(Boolean, default=True)
+    exchange_id: Mapped[int | None] = mapped_column(ForeignKey("llm_exchanges.id"))
+    run_id: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class SecondLook(Base):
+    """A second, closer reading of one assessment (judge/second_look.py): the reader's own label,
+    strength, quote and rationale, and whether its label agrees with the first reading's."""
+
+    __tablename__ = "second_looks"
+    __table_args__ = (UniqueConstraint("assessment_id", "model", "prompt_version"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    assessment_id: Mapped[int] = mapped_column(ForeignKey("assessments.id"))
+    model: Mapped[str] = mapped_column(String(200))
+    prompt_version: Mapped[str] = mapped_column(String(40))
+    label: Mapped[str] = mapped_column(String(12))
+    strength: Mapped[str | None] = mapped_column(String(10))
+    confidence: Mapped[float] = mapped_column(Float)
+    rationale: Mapped[str] = mapped_column(Text)
+    evidence: Mapped[str] = mapped_column(Text)
+    grounded: Mapped[bool] = mapped_column(Boolean)
+    agrees: Mapped[bool] = mapped_column(Boolean)
     exchange_id: Mapped[int | None] = mapped_column(ForeignKey("llm_exchanges.id"))
     run_id: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)

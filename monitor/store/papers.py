@@ -112,6 +112,31 @@ def abstracts_of(session: Session, keys: list[tuple[str, int]]) -> dict[tuple[st
     return {key: by_version.get(key) or by_paper.get(key[0], "") for key in keys}
 
 
+def version_texts(
+    session: Session, keys: list[tuple[str, int]], chunk: int = 500
+) -> dict[tuple[str, int], tuple[str, str, dt.date | None]]:
+    """Each (paper, version)'s (title, abstract, publication day): the version's own text, else the
+    paper's; read `chunk` papers a query (a week's screen asks for thousands)."""
+    out: dict[tuple[str, int], tuple[str, str, dt.date | None]] = {}
+    ids = sorted({arxiv_id for arxiv_id, _ in keys})
+    wanted = set(keys)
+    for start in range(0, len(ids), chunk):
+        part = ids[start : start + chunk]
+        papers = select(Paper.arxiv_id, Paper.title, Paper.abstract, Paper.published)
+        by_paper = {a: (t, b, d) for a, t, b, d in session.execute(papers.where(Paper.arxiv_id.in_(part)))}
+        versions = select(
+            PaperVersion.arxiv_id, PaperVersion.version, PaperVersion.title, PaperVersion.abstract
+        ).where(PaperVersion.arxiv_id.in_(part))
+        for a, v, t, b in session.execute(versions):
+            if (a, v) in wanted:
+                title, abstract, day = by_paper.get(a, ("", "", None))
+                out[(a, v)] = (t or title or "", b or abstract or "", day)
+        for key in wanted:
+            if key[0] in by_paper and key not in out:
+                out[key] = by_paper[key[0]]
+    return out
+
+
 def paper_count(session: Session) -> int:
     """How many papers are stored."""
     return session.scalar(select(func.count()).select_from(Paper)) or 0

@@ -28,6 +28,9 @@ class LLMExchange(Base):
     response_format: Mapped[str | None] = mapped_column(String(20))  # json_schema | json_object | text
     prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
     completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    # Of prompt_tokens, those the provider served from its prefix cache (usage.prompt_tokens_details),
+    # billed at llm.price_cached_input_per_million (schema v12).
+    cached_tokens: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     latency_ms: Mapped[int] = mapped_column(Integer, default=0)
     error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)

@@ -28,7 +28,9 @@ from monitor.store.outcomes import outcome_rows, prune_outcomes, save_outcome
 from monitor.store.reviews import Decision, decisions_in_force
 from monitor.store.verdicts import latest_verdict, latest_verdict_days, verdict_history
 from monitor.verdicts.rules import (
+    AGREED,
     CONFIRMED,
+    DISAGREED,
     DISMISSED,
     RELABELLED,
     RULES_VERSION,
@@ -168,11 +170,16 @@ def load_evidence(
 
 
 def _evidence_item(row: AssessmentRow) -> EvidenceItem:
-    """A current assessment as a rule input; a later version appeared when it was updated."""
+    """A current assessment as a rule input; a later version appeared when it was updated.
+
+    With a second reading (judge/second_look.py): one that agrees gives the item its strength and, where
+    its quote is grounded, its quote and rationale (the closer reading), at the lower of the two
+    confidences; one that disagrees leaves the bearing reading's label, with the other reading's as
+    `second_label`, for a curator."""
     appeared = row.published
     if row.version > 1 and row.version_updated is not None:
         appeared = row.version_updated.date()
-    return EvidenceItem(
+    item = EvidenceItem(
         assessment_id=row.id,
         arxiv_id=row.arxiv_id,
         version=row.version,
@@ -187,7 +194,32 @@ def _evidence_item(row: AssessmentRow) -> EvidenceItem:
         model=row.model,
         evidence=row.evidence or "",
         rationale=row.rationale or "",
+        strength=row.strength or "",
+        second_look=row.second_look or "",
     )
+    if row.second_label is None or row.second_look not in (AGREED, DISAGREED):
+        return item
+    if row.second_look == AGREED:
+        closer = bool(row.second_grounded)
+        return replace(
+            item,
+            strength=row.second_strength or item.strength,
+            confidence=min(item.confidence, float(row.second_confidence or 0.0)),
+            evidence=row.second_evidence or "" if closer else item.evidence,
+            rationale=row.second_rationale or "" if closer else item.rationale,
+        )
+    if row.label == "UNRELATED":  # the second reading is the one that says it bears
+        return replace(
+            item,
+            label=row.second_label,
+            second_label=row.label,
+            strength=row.second_strength or "",
+            confidence=float(row.second_confidence or 0.0),
+            evidence=row.second_evidence or "",
+            rationale=row.second_rationale or "",
+            grounded=bool(row.second_grounded),
+        )
+    return replace(item, second_label=row.second_label)
 
 
 def with_decision(item: EvidenceItem, decision: Decision) -> EvidenceItem:

@@ -11,11 +11,17 @@ order (docs/verdicts.md explains them for users, with worked examples):
    review`) overrides the judge's: a dismissed pair counts for nothing, a confirmed or relabelled one
    counts with its human label (weight below). Labels from a judge in `confirm_judges` (default: the
    embedded one) wait for a curator's confirmation before they move a verdict.
+   An LLM's label that waits for its second reading (judge/second_look.py) counts for nothing yet;
+   one whose second reading disagreed waits for a curator.
 2. Each counted label has a *weight*: its confidence, capped at the precision measured for its judge
    and label (`monitor eval`), since a judge's self-reported confidence can run ahead of how often it
-   is right. A side's *strength* is the chance that at least one of its distinct papers is right,
-   1 - prod(1 - w) over papers (a paper's best weight, once), so a verdict moves on several papers or
-   one strong one, never on one weak label. A curator's confirmed or relabelled label weighs
+   is right, times its evidence's strength factor (`STRENGTH_FACTOR`: direct 1, indirect 0.75, weak
+   0.4), so an indirect finding needs corroboration and weak ones several; and a side moves a verdict
+   only when one of its papers is a confident finding (stated at 0.5 or more, not weak; or a
+   curator's), else it weighs at most `WEAK_SIDE_CAP`. A side's *strength* is
+   the chance that at least one of its distinct papers is right, 1 - prod(1 - w) over papers (a
+   paper's best weight, once), so a verdict moves on several papers or one strong one, never on one
+   weak label. A curator's confirmed or relabelled label weighs
    `CURATOR_WEIGHT` (or its judge's weight, if higher): one keypress never settles a claim alone. Only
    a decision marked *decisive* (`monitor review set ID --label S --decisive`) weighs 1.
 3. CONTESTED: OVERTURNS and SUPPORTS are both at least `move` strong.
@@ -41,7 +47,9 @@ from monitor.config import EMBEDDED, EMBEDDED_JUDGE_STORED
 # Part of every stored outcome's fingerprint (rollup.py): bump it when a rule, or what `Outcome` keeps,
 # changes, so outcomes stored by the older code are computed again rather than read.
 # 2: UNSETTLED (papers count, none strong enough) is told apart from UNTESTED (no paper counts).
-RULES_VERSION = 2
+# 3: an LLM label's strength weighs it (weak papers alone move nothing); a label waiting for its second
+# reading is withheld, one whose readings disagree waits for a curator.
+RULES_VERSION = 3
 
 DURABLE = "DURABLE"
 PERISHABLE = "PERISHABLE"
@@ -76,6 +84,20 @@ OUT = "out"  # bears on nothing: unrelated, dismissed, older than the claim or n
 WHY_UNCLEAR = "related, stance unclear: for review"
 WHY_UNGROUNDED = "ungrounded: its quote is not a real span of the abstract"
 WHY_WAITS = "for review: waits for a curator's confirmation (`monitor review`)"
+WHY_SECOND_PENDING = "waits for its second reading"
+WHY_SECOND_DISAGREED = "for review: a second reading disagreed; waits for a curator (`monitor review`)"
+# The states of an LLM label's second reading (assessments.second_look; judge/second_look.py).
+PENDING, AGREED, DISAGREED = "pending", "agreed", "disagreed"
+# How much of a label's weight its evidence carries (the judge says direct, indirect or weak): an
+# indirect finding (a neighbouring setting or a proxy) needs a second paper to move a verdict, a weak one
+# (confounded, correlational, built to show the effect) several. A label with no strength (the embedded
+# judge's, older rows) weighs as before.
+STRENGTH_FACTOR = {"direct": 1.0, "indirect": 0.75, "weak": 0.4}
+# A side moves a verdict only when one of its papers is a confident finding: stated at ANCHOR_CONFIDENCE
+# or more, and not weak (or a curator's label). Without one it weighs at most WEAK_SIDE_CAP, below every
+# threshold a verdict moves at (`move`, 0.8): many unsure or weak labels never add up to a verdict.
+ANCHOR_CONFIDENCE = 0.5
+WEAK_SIDE_CAP = 0.6
 
 # The name the embedded judge's assessments are stored under (config and output call it "embedded").
 EMBEDDED_JUDGE = EMBEDDED_JUDGE_STORED
@@ -105,6 +127,9 @@ class EvidenceItem:
     model_label: str = ""  # the judge's own label, where a curator relabelled it
     decisive: bool = False  # the curator marked their decision decisive: it weighs 1
     source: str = ""  # why the paper is one of the claim's own sources ("" when it is not)
+    strength: str = ""  # direct | indirect | weak (LLM judges); "" where the judge says none
+    second_look: str = ""  # "" none asked | pending | agreed | disagreed
+    second_label: str = ""  # where the two readings disagree, the other reading's label
 
     @property
     def reviewed(self) -> bool:
@@ -191,6 +216,7 @@ class Thresholds:
         if item.reviewed and item.decisive:
             return 1.0
         judged = min(item.confidence, self._cap(item.judge, item.model_label or item.label))
+        judged *= STRENGTH_FACTOR.get(item.strength, 1.0)
         if item.review == RELABELLED:
             return CURATOR_WEIGHT  # the judge's weight was for another label
         if item.review == CONFIRMED:
@@ -201,8 +227,11 @@ class Thresholds:
         return self.precision.get(judge, {}).get(label, UNKNOWN_JUDGE_PRECISION)
 
     def held(self, item: EvidenceItem) -> bool:
-        """A stance that waits for a curator's confirmation before it moves a verdict."""
-        return item.label in STANCES and item.judge in self.confirm_judges and not item.reviewed
+        """A stance that waits for a curator's confirmation before it moves a verdict: a judge's in
+        `confirm_judges`, or one whose two readings disagreed."""
+        if item.label not in STANCES or item.reviewed:
+            return False
+        return item.judge in self.confirm_judges or item.second_look == DISAGREED
 
 
 def strength_scale(th: Thresholds) -> str:
@@ -211,7 +240,9 @@ def strength_scale(th: Thresholds) -> str:
     return (
         "How to read the numbers: a label's number (RELAXES 0.50) is its judge's confidence, from 0 to 1. "
         "A side's strength is the chance that at least one of its papers is right, each weighed at its "
-        "confidence capped at how often that judge was right on that label when measured: 0.50 is a "
+        "confidence capped at how often that judge was right on that label when measured, and by how "
+        "directly its finding speaks to the claim (direct in full, indirect three quarters, weak 0.4); a "
+        "side moves a verdict only with at least one confident finding (0.50 or more, not weak): 0.50 is a "
         f"coin toss. A side at {th.move:.2f} moves a verdict (DURABLE, PERISHABLE or CONTESTED), "
         f"OVERTURNS at {th.overturn:.2f} makes it OVERTURNED; weaker evidence that counts leaves it "
         "UNSETTLED, and with none that counts it is UNTESTED."
@@ -339,8 +370,12 @@ def _papers(n: int) -> str:
     return f"{n} paper{'' if n == 1 else 's'}"
 
 
-_WITHHELD_AS = {WHY_UNCLEAR: "stance unclear", WHY_UNGROUNDED: "ungrounded"}
-_WITHHELD_ORDER = ("stance unclear", "ungrounded", "too unsure")
+_WITHHELD_AS = {
+    WHY_UNCLEAR: "stance unclear",
+    WHY_UNGROUNDED: "ungrounded",
+    WHY_SECOND_PENDING: "awaiting a second reading",
+}
+_WITHHELD_ORDER = ("awaiting a second reading", "stance unclear", "ungrounded", "too unsure")
 
 
 def _in_order(withheld: Mapping[str, int]) -> dict[str, int]:
@@ -483,10 +518,14 @@ def _judged(item: EvidenceItem, th: Thresholds) -> tuple[str, str]:
     """A judge's stance nobody reviewed, on a paper newer than the claim: trusted or not yet."""
     if item.abstained:
         return WITHHELD, WHY_UNCLEAR
+    if item.second_look == PENDING:
+        return WITHHELD, WHY_SECOND_PENDING
     if not item.grounded:
         return WITHHELD, WHY_UNGROUNDED
     if item.confidence < th.min_confidence:
         return WITHHELD, f"below min_confidence {th.min_confidence}"
+    if item.second_look == DISAGREED:
+        return WAITS, WHY_SECOND_DISAGREED
     if th.held(item):
         return WAITS, WHY_WAITS
     return COUNTS, ""
@@ -498,15 +537,25 @@ def counts(item: EvidenceItem, cutoff: dt.date | None, as_of: dt.date | None, th
 
 
 def side_strength(items: list[EvidenceItem], labels: tuple[str, ...], th: Thresholds) -> float:
-    """Rule 2: the chance that at least one distinct paper with one of `labels` is right."""
+    """Rule 2: the chance that at least one distinct paper with one of `labels` is right; a side with no
+    confident finding (`anchors`) stays below `WEAK_SIDE_CAP`: unsure or weak labels alone, however many,
+    move no verdict."""
     best: dict[str, float] = {}
+    anchored = False
     for item in items:
         if item.label in labels:
             best[item.arxiv_id] = max(best.get(item.arxiv_id, 0.0), th.weight(item))
+            anchored = anchored or anchors(item)
     missed = 1.0
     for weight in best.values():
         missed *= 1.0 - weight
-    return 1.0 - missed
+    return 1.0 - missed if anchored else min(1.0 - missed, WEAK_SIDE_CAP)
+
+
+def anchors(item: EvidenceItem) -> bool:
+    """A paper that can carry a side to a verdict: a curator's label, or a judge's stated at
+    ANCHOR_CONFIDENCE or more on evidence that is not weak."""
+    return item.reviewed or (item.confidence >= ANCHOR_CONFIDENCE and item.strength != "weak")
 
 
 def strengths(items: list[EvidenceItem], th: Thresholds) -> dict[str, float]:

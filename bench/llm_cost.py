@@ -1,0 +1,111 @@
+"""What a week of the LLM path costs: the screen of every claim, judging what it keeps, second looks.
+
+    python bench/llm_cost.py [--claims 35|1000] [--papers 6000] [--keep-share F] [--second-look-share F]
+
+The week is scale.py's: the first `--papers` corpus papers (held-out ones left out). The library is the
+seeds' 35 claims or scale.py's 1,000 real claim texts. The screen's calls are counted as the relevance
+stage would make them (monitor/relevance/screen.py: claim groups of `relevance.screen_claims_per_call`,
+`screen_papers_per_call` papers a call, each group's prompt prefix cached from its second call on);
+the judge reads the share of the week's pairs the screen keeps and the second look its share of those,
+both measured on a real week through the teacher (docs/relevance.md, bench/llm_path_week.py) unless
+given. Prices are the project's defaults (gpt-4o-mini: $0.15 / $0.075 cached / $0.60 per million
+prompt / cached prompt / completion tokens), live and through the Batch API (half of each).
+Nothing is called and nothing is stored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from scale import SEED_CLAIMS, library, seed_texts, week  # noqa: E402
+
+from monitor.claims.importer import import_claims  # noqa: E402
+from monitor.config import Settings  # noqa: E402
+from monitor.judge.estimate import SCREEN_KEEP_SHARE, SECOND_LOOK_SHARE, price_kept  # noqa: E402
+from monitor.llm.cost import token_cost  # noqa: E402
+from monitor.llm.texts import ClaimText, PaperText  # noqa: E402
+from monitor.relevance.screen import ScreenCounter, load_screen_prompts  # noqa: E402
+from monitor.store import open_store  # noqa: E402
+from monitor.store.claims import active_claims  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def claims_of(n: int, folder: Path) -> list[ClaimText]:
+    """The seeds' claims, and for a larger library scale.py's real claim texts beside them."""
+    settings = Settings()
+    settings.database.url = f"sqlite:///{folder / 'claims.db'}"
+    paths = [REPO / "seeds"]
+    if n > SEED_CLAIMS:
+        from scale import claim_file
+
+        claim_file(folder / "library.yaml", library(n, seed_texts()))
+        paths.append(folder / "library.yaml")
+    store = open_store(settings.database.url)
+    try:
+        import_claims(store, settings, paths)
+        with store.session() as session:
+            return [ClaimText(c.id, c.text, c.date_text) for c in active_claims(session)]
+    finally:
+        store.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--claims", type=int, default=SEED_CLAIMS)
+    parser.add_argument("--papers", type=int, default=6000)
+    parser.add_argument("--keep-share", type=float, default=SCREEN_KEEP_SHARE)
+    parser.add_argument("--second-look-share", type=float, default=None)
+    args = parser.parse_args()
+    began = time.monotonic()
+    settings = Settings()
+    cfg = settings.relevance
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        claims = claims_of(args.claims, folder)
+        week(folder / "week.jsonl", args.papers)
+        rows = [json.loads(line) for line in (folder / "week.jsonl").open(encoding="utf-8")]
+    papers = [PaperText(r["arxiv_id"], int(r.get("version") or 1), r["title"], r["abstract"]) for r in rows]
+    counter = ScreenCounter(
+        load_screen_prompts(), papers, claims, cfg.screen_claims_per_call, cfg.screen_papers_per_call
+    )
+    screen = counter.count(np.ones((len(claims), len(papers)), dtype=bool), 0)
+    screen += counter.flush()
+    pairs = len(claims) * len(papers)
+    if args.second_look_share is not None:
+        SECOND_LOOK_SHARE[settings.judge.second_look] = args.second_look_share
+    rng = random.Random(20261128)
+    sample = [(rng.choice(papers), rng.choice(claims)) for _ in range(200)]
+    out: dict[str, object] = {"claims": len(claims), "papers": len(papers), "pairs": pairs}
+    for batch in (False, True):
+        priced = settings.model_copy(update={"llm": settings.llm.model_copy(update={"batch": batch})})
+        kept = price_kept(priced, pairs, args.keep_share, sample)
+        screen_usd = token_cost(
+            priced, screen.prompt_tokens, screen.completion_tokens, batch, screen.cached_tokens
+        )
+        out["batch" if batch else "live"] = {
+            "screen": {
+                "calls": screen.calls,
+                "prompt_tokens": screen.prompt_tokens,
+                "cached_tokens": screen.cached_tokens,
+                "completion_tokens": screen.completion_tokens,
+                "usd": round(screen_usd, 3),
+            },
+            "judge_and_second_look": kept.as_dict(),
+            "usd_week": round(screen_usd + kept.cost, 3),
+        }
+    out["seconds"] = round(time.monotonic() - began, 1)
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()

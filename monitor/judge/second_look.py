@@ -1,0 +1,303 @@
+"""The second look: a closer, second reading of each LLM label that can move a verdict, before it counts.
+
+A first reading labels many pairs quickly; the labels that make a claim perishable (RELAXES,
+OVERTURNS), and by default every bearing label and every unsure one (`judge.second_look`,
+`judge.second_look_below`), are read again by a second prompt (prompts/second_look_*.j2) that checks,
+in order, which sentences of the abstract report findings, whether one speaks to the claim, whether
+the first reading's quote and rationale hold, and then labels the pair itself; `llm.review_model`
+names a stronger model for it. The assessment waits (`assessments.second_look = 'pending'`) and
+counts toward no verdict until then. Where the second reading gives the same label, the pair counts
+with the second reading's strength, and its quote and rationale where its quote is grounded; where it
+differs, the pair goes to the curator's queue (`monitor review`) and counts for nothing until a curator
+decides. Each answer commits on its own; a failed call leaves the pair pending for the next run.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from openai import OpenAI
+
+from monitor.config import Settings
+from monitor.errors import MonitorError
+from monitor.judge.base import Judgement
+from monitor.judge.grounding import ground
+from monitor.judge.schema import parse_answer, response_schema
+from monitor.llm.cost import estimate_tokens, token_cost
+from monitor.llm.engine import run_live
+from monitor.llm.prompts import Templates, load_templates
+from monitor.llm.recorder import ExchangeRecorder
+from monitor.llm.texts import ClaimText, PaperText, Recorder
+from monitor.llm.transport import ChatTransport, Question
+from monitor.llm.units import CallCounts, Pair, WorkUnit
+from monitor.store.assessments import add_second_look, count_second_looks_pending, pending_second_looks
+from monitor.store.db import Store
+from monitor.store.runs import StageNotes
+
+TEMPLATE_NAMES = ("second_look_system.j2", "second_look_user.j2", "judge_correction.j2", "judge_labels.j2")
+MOVING = ("RELAXES", "OVERTURNS")  # the labels that make a claim perishable or overturned
+ANSWER_TOKENS = 260  # a second reading's answer: a quote, a longer rationale, label, strength
+
+
+def needs_second_look(mode: str, below: float, label: str, confidence: float) -> bool:
+    """Whether a first reading waits for a second one before it counts (`judge.second_look`):
+    "all" every bearing label and every unsure UNRELATED, "moving" RELAXES, OVERTURNS and any unsure
+    label, "none" nothing."""
+    if mode == "none":
+        return False
+    unsure = confidence < below
+    if label == "UNRELATED":
+        return unsure
+    return mode == "all" or label in MOVING or unsure
+
+
+@dataclass(frozen=True)
+class FirstReading:
+    """What the first reader said of a pair: what the second reader is shown to check."""
+
+    label: str
+    strength: str | None
+    confidence: float
+    evidence: str
+    rationale: str
+
+
+@dataclass(frozen=True)
+class SecondLookPrompts:
+    templates: Templates
+
+    @property
+    def version(self) -> str:
+        return self.templates.version
+
+    def messages(self, paper: PaperText, claim: ClaimText, first: FirstReading) -> list[dict[str, str]]:
+        shown = paper.for_prompt()
+        user = self.templates.render("second_look_user.j2", paper=shown, claim=claim, first=first)
+        return [
+            {"role": "system", "content": self.templates.render("second_look_system.j2")},
+            {"role": "user", "content": user},
+        ]
+
+    def correction(self, problem: str, claim_id: str) -> str:
+        return self.templates.render("judge_correction.j2", problem=problem, claim_ids=[claim_id])
+
+
+def load_second_look_prompts(directory: Path | None = None) -> SecondLookPrompts:
+    # A prompts folder of one's own from before the second look existed gives way to the shipped one.
+    return SecondLookPrompts(load_templates(directory, TEMPLATE_NAMES, "second look", fallback=True))
+
+
+class SecondLooker:
+    """The second reading's question, asked through the LLM layer's transport."""
+
+    name = "openai-second-look"
+
+    def __init__(self, settings: Settings, client: OpenAI | None = None, connect: bool = True) -> None:
+        llm = settings.llm
+        if llm.review_model:
+            llm = llm.model_copy(update={"model": llm.review_model})
+        self.prompts = load_second_look_prompts(settings.judge.prompts_dir)
+        self.prompt_version = self.prompts.version
+        self.model = llm.model
+        self.max_concurrency = max(1, llm.concurrency)
+        self.transport = ChatTransport(llm, self.name, self.prompt_version, client, connect)
+        self.firsts: dict[str, FirstReading] = {}  # by pair key: what each unit's question shows
+
+    def question(self, paper: PaperText, claim: ClaimText, first: FirstReading) -> Question[list[Judgement]]:
+        return Question(
+            messages=self.prompts.messages(paper, claim, first),
+            schema_name="claim_assessments",
+            schema=lambda bounds: response_schema([claim.id], bounds=bounds),
+            max_tokens=ANSWER_TOKENS * 2,
+            parse=lambda text: parse_answer(text, [claim.id]),
+            correction=lambda problem: self.prompts.correction(problem, claim.id),
+        )
+
+    def unit_question(self, unit: WorkUnit) -> Question[list[Judgement]]:
+        pair = unit.pairs[0]
+        return self.question(unit.paper, pair.claim, self.firsts[pair.key])
+
+    def look(self, unit: WorkUnit, recorder: Recorder | None) -> tuple[Judgement, int | None]:
+        answers, exchange_id = self.transport.ask(self.unit_question(unit), unit.label, recorder)
+        return answers[0], exchange_id
+
+
+@dataclass
+class SecondLookSummary(CallCounts):
+    """What one pass of second looks did (recorded on the run as `second_look`, within the judge's)."""
+
+    stage: ClassVar[str] = "second_look"
+
+    pending: int = 0
+    agreed: int = 0
+    disagreed: int = 0  # sent to the curator's queue
+    failed: int = 0  # no usable answer: still pending for the next run
+    pending_left: int = 0
+    cost: float = 0.0
+    stopped: str | None = None
+    errors: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def stage_counts(self) -> dict[str, object]:
+        out = asdict(self)
+        out["errors"] = self.errors[:10]
+        out["cost"] = round(self.cost, 6)
+        out["seconds"] = round(self.seconds, 2)
+        return out
+
+    def stage_notes(self) -> StageNotes:
+        warnings = []
+        if self.failed:
+            warnings.append(
+                f"second look: {self.failed} pair(s) got no usable second reading and wait for the next run "
+                f"(first error: {self.errors[0][:200]})"
+            )
+        return StageNotes(tokens=self.tokens, warnings=warnings)
+
+
+def pending_units(
+    store: Store, claim_ids: Sequence[str] | None = None
+) -> list[tuple[WorkUnit, FirstReading, int]]:
+    """Each assessment waiting for its second look: a one-pair unit, the first reading, its row id."""
+    with store.session() as session:
+        rows = pending_second_looks(session, claim_ids)
+    out = []
+    for (
+        assessment_id, arxiv_id, version, claim_id, text, date_text, title, abstract, published,
+        label, strength, confidence, evidence, rationale,
+    ) in rows:
+        day = published.isoformat() if published else None
+        paper = PaperText(arxiv_id, version, title or "", abstract or "", day)
+        unit = WorkUnit.of(paper, [Pair(ClaimText(claim_id, text, date_text), str(assessment_id))])
+        first = FirstReading(label, strength, float(confidence), evidence or "", rationale or "")
+        out.append((unit, first, int(assessment_id)))
+    return out
+
+
+class SecondLookWriter:
+    """Writes each second reading with its agreement, in its own transaction (monitor/llm/engine.py)."""
+
+    def __init__(self, store: Store, looker: SecondLooker, summary: SecondLookSummary, run_id: int | None):
+        self.store, self.looker, self.summary, self.run_id = store, looker, summary, run_id
+
+    def parse(self, unit: WorkUnit, text: str | None) -> Judgement:
+        return parse_answer(text, [unit.pairs[0].claim.id])[0]
+
+    def write(self, unit: WorkUnit, second: Judgement, exchange_id: int | None) -> None:
+        pair = unit.pairs[0]
+        first = self.looker.firsts[pair.key]
+        grounding = ground(second, unit.paper, pair.claim.text)
+        agrees = second.label == first.label
+        row: dict[str, Any] = {
+            "assessment_id": int(pair.key),
+            "model": self.looker.model,
+            "prompt_version": self.looker.prompt_version,
+            "label": second.label,
+            "strength": second.strength or None,
+            "confidence": min(1.0, max(0.0, grounding.confidence)),
+            "rationale": second.rationale,
+            "evidence": second.evidence,
+            "grounded": grounding.grounded,
+            "agrees": agrees,
+            "exchange_id": exchange_id,
+            "run_id": self.run_id,
+        }
+        with self.store.session() as session:
+            written = add_second_look(session, row)
+        if written:
+            self.summary.agreed += 1 if agrees else 0
+            self.summary.disagreed += 0 if agrees else 1
+
+    def fail(self, unit: WorkUnit, message: str, error: MonitorError | None = None) -> None:
+        self.summary.failed += 1
+        self.summary.errors.append(message)
+
+
+@dataclass
+class SecondReading:
+    """A judge's second look as `monitor eval` applies it pair by pair: who reads, and which answers."""
+
+    looker: SecondLooker
+    needed: Callable[[Judgement], bool]
+
+    def read(self, paper: PaperText, claim: ClaimText, first: Judgement) -> Judgement:
+        """The second reading of one first answer (raises JudgeError like the judge)."""
+        reading = FirstReading(first.label, first.strength, first.confidence, first.evidence, first.rationale)
+        question = self.looker.question(paper, claim, reading)
+        answers, _ = self.looker.transport.ask(question, paper.arxiv_id, None)
+        return answers[0]
+
+
+def second_reading(settings: Settings, judge: Any) -> SecondReading | None:
+    """The second look `judge` gets under `settings` (`judge.second_look`), or None (the embedded judge,
+    or "none")."""
+    cfg = settings.judge
+    if not getattr(judge, "second_look", False) or cfg.second_look == "none":
+        return None
+    return SecondReading(
+        SecondLooker(settings),
+        lambda j: needs_second_look(cfg.second_look, cfg.second_look_below, j.label, j.confidence),
+    )
+
+
+def estimate_second_looks(units: Sequence[WorkUnit], looker: SecondLooker) -> tuple[int, int]:
+    """Each unit's estimated tokens (its messages and answer); the (prompt, completion) totals."""
+    prompt_total = 0
+    for unit in units:
+        question = looker.unit_question(unit)
+        asked = sum(estimate_tokens(m["content"]) for m in question.messages)
+        unit.estimated_tokens = asked + ANSWER_TOKENS
+        prompt_total += asked
+    return prompt_total, ANSWER_TOKENS * len(units)
+
+
+def second_look_pending(
+    store: Store,
+    settings: Settings,
+    run_id: int | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    claim_ids: Sequence[str] | None = None,
+    looker: SecondLooker | None = None,
+) -> SecondLookSummary:
+    """Give every pending first reading (of `claim_ids`) its second look, `llm.concurrency` at a time,
+    within `llm.token_budget`; stops cleanly on `should_stop()`."""
+    began = time.monotonic()
+    summary = SecondLookSummary()
+    pending = pending_units(store, claim_ids)
+    summary.pending = len(pending)
+    if pending:
+        looker = looker or SecondLooker(settings)
+        recorder = ExchangeRecorder(store, run_id)
+        for unit, first, _ in pending:
+            looker.firsts[unit.pairs[0].key] = first
+        units = [unit for unit, _, _ in pending]
+        estimate_second_looks(units, looker)
+        writer = SecondLookWriter(store, looker, summary, run_id)
+        end = run_live(
+            units,
+            lambda unit: looker.look(unit, recorder),
+            writer,
+            llm=settings.llm,
+            recorder=recorder,
+            workers=looker.max_concurrency,
+            name="second look",
+            should_stop=should_stop,
+        )
+        if end.fatal:
+            summary.stopped = end.fatal
+        elif end.budget_exhausted:
+            summary.stopped = f"token budget {settings.llm.token_budget} spent"
+        elif end.stopped:
+            summary.stopped = "stop requested"
+        summary.take_counts(recorder)
+        summary.cost = token_cost(
+            settings, recorder.prompt_tokens, recorder.completion_tokens, cached_tokens=recorder.cached_tokens
+        )
+    with store.session() as session:
+        summary.pending_left = count_second_looks_pending(session)
+    summary.seconds = time.monotonic() - began
+    return summary
