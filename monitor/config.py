@@ -381,7 +381,9 @@ class VerdictSettings(Section):
     # Judges whose labels move a verdict only once a curator confirmed them in `monitor review`.
     # [] publishes every judge's verdicts unreviewed.
     confirm_judges: list[str] = Field(default_factory=lambda: [EMBEDDED])
-    min_confidence: float = Field(0.3, ge=0.0, le=1.0)  # assessments below are withheld ("too unsure")
+    # Labels below this confidence are withheld ("too unsure"): listed for review, never stated as a
+    # finding, moving no verdict: a judge that thinks its label as likely wrong as right proves nothing.
+    min_confidence: float = Field(0.5, ge=0.0, le=1.0)
     recent_months: int = Field(6, ge=1, le=1200)  # window for "strongest recent contradicting work"
     exclude_anchors: bool = True  # a line's own anchor papers are not new evidence for its claims
 

@@ -83,12 +83,20 @@ def _claim_view(
     )
     # Below the measured floor, fewer than half the model's picks bear on their claim: not listed.
     triage = [i for i in ranked if i.confidence >= TRIAGE_FLOOR]
+    # LLM labels withheld as too unsure (below verdicts.min_confidence), grounded: leanings for review.
+    unsure = [
+        EvidenceView(i, True)
+        for i in now.withheld
+        if period.contains(i.appeared) and i.judge != EMBEDDED_JUDGE and i.grounded and not i.abstained
+        and i.second_look != "pending" and not i.source
+    ]
+    unsure.sort(key=lambda v: (-v.item.confidence, v.item.arxiv_id))
     new = [EvidenceView(i, i in now.for_review, unconfirmed=i in now.held) for i in now.counted]
     new = [v for v in new if v.item in appeared and not _triaged(v.item, now)]
     # Strongest first: against before for, then confidence.
     new.sort(key=lambda v: (v.item.label != "OVERTURNS", v.item.label != "RELAXES", -v.item.confidence))
     more = max(0, len(new) - EVIDENCE_PER_CLAIM)
-    review = sum(1 for v in new if v.for_review) + len(ranked)
+    review = sum(1 for v in new if v.for_review) + len(ranked) + len(unsure)
     new = new[:EVIDENCE_PER_CLAIM]
     recent = now.strongest_recent
     shown = {v.item for v in new} | ({recent} if recent else set())
@@ -112,6 +120,7 @@ def _claim_view(
         more_evidence=more,
         moved_by=EvidenceView(now.movers[0], now.movers[0] in now.for_review) if now.movers else None,
         triage=[TriageView(i, i.evidence) for i in triage[:TRIAGE_PER_CLAIM]],
+        unsure=unsure[:EVIDENCE_PER_CLAIM],
         more_triage=max(0, len(triage) - TRIAGE_PER_CLAIM),
         evidence=now.summary,
         below_floor=len(ranked) - len(triage),
@@ -255,6 +264,7 @@ def gather_digest(
         recent_months=settings.verdicts.recent_months,
         move_strength=settings.verdicts.move_strength,
         overturn_strength=settings.verdicts.overturn_strength,
+        min_confidence=settings.verdicts.min_confidence,
         research_note=digest_note([line.questions for line in lines]),
         scale=strength_scale(Thresholds.from_settings(settings.verdicts)),
     )

@@ -101,6 +101,9 @@ class ClaimView:
     moved_by: EvidenceView | None = None  # the strongest paper behind a changed verdict
     proposal: ProposalView | None = None  # an LLM's narrowed wording, waiting for a curator
     triage: list[TriageView] = field(default_factory=list)  # closest by the embedded model, no stance
+    # The period's LLM labels withheld as too unsure: listed for review with their leaning, never as a
+    # finding (no quote, no rationale printed).
+    unsure: list[EvidenceView] = field(default_factory=list)
     more_triage: int = 0  # triage papers beyond TRIAGE_PER_CLAIM, not shown
     # How its evidence stands at the period's end: the account `monitor verdicts` and `show` print too.
     evidence: EvidenceSummary = field(default_factory=EvidenceSummary)
@@ -122,7 +125,7 @@ class ClaimView:
 
     @property
     def newsworthy(self) -> bool:
-        return self.changed or bool(self.new_evidence) or bool(self.triage)
+        return self.changed or bool(self.new_evidence) or bool(self.triage) or bool(self.unsure)
 
     @property
     def short(self) -> str:
@@ -172,6 +175,7 @@ class PaperEntry:
     number: int
     item: EvidenceItem  # the paper (its first listed assessment: title, link, date, version)
     bearings: list[tuple[ClaimView, EvidenceView]] = field(default_factory=list)
+    unsure: list[tuple[ClaimView, EvidenceView]] = field(default_factory=list)  # leanings, for review
     close: list[tuple[ClaimView, TriageView]] = field(default_factory=list)
 
     @property
@@ -246,9 +250,13 @@ class LineView:
             for view in claim.new_evidence:
                 entry(view.item).bearings.append((claim, view))
         for claim in self.detailed:
+            for view in claim.unsure:
+                entry(view.item).unsure.append((claim, view))
+        for claim in self.detailed:
             for close in claim.triage:
                 entry(close.item).close.append((claim, close))
-        ordered = sorted(entries.values(), key=lambda e: not e.bearings)  # stable: first seen first
+        # Stable, first seen first: papers with a finding, then those with only unsure leanings, then picks.
+        ordered = sorted(entries.values(), key=lambda e: (not e.bearings, not e.unsure))
         for number, paper in enumerate(ordered, start=1):
             paper.number = number
         return ordered
@@ -260,12 +268,15 @@ class LineView:
 
     @property
     def judged(self) -> bool:
-        return any(p.bearings for p in self.papers)
+        return any(p.bearings or p.unsure for p in self.papers)
 
-    def numbers(self, claim: ClaimView, triage: bool = False) -> list[int]:
-        """The numbers under which `claim`'s new papers (or its triage papers) are listed in this line."""
+    def numbers(self, claim: ClaimView, triage: bool = False, unsure: bool = False) -> list[int]:
+        """The numbers under which `claim`'s new papers (or its triage papers, or its unsure leanings) are
+        listed in this line."""
         if triage:
             return [p.number for p in self.papers if any(c is claim for c, _ in p.close)]
+        if unsure:
+            return [p.number for p in self.papers if any(c is claim for c, _ in p.unsure)]
         return [p.number for p in self.papers if any(c is claim for c, _ in p.bearings)]
 
     def number_of(self, ref: str, claim_id: str) -> int | None:
@@ -377,6 +388,7 @@ class DigestView:
     recent_months: int = 6
     move_strength: float = 0.8
     overturn_strength: float = 0.9
+    min_confidence: float = 0.5  # a label below it is too unsure to count: listed for review only
     research_note: str = ""  # why no line has research questions, said once (research.digest_note)
     scale: str = ""  # the numbers in plain words (rules.strength_scale), printed once in the summary
     triage_floor: float = TRIAGE_FLOOR
