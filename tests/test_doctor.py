@@ -18,7 +18,7 @@ from llm_server import Reply, ScriptedLLM
 from ops_helpers import bare_monitor
 
 from monitor.config import MAX_CONCURRENCY, load_settings
-from monitor.llm.servers import LOCAL_TIMEOUT_SECONDS, find_servers
+from monitor.llm.servers import LOCAL_TIMEOUT_SECONDS, MAX_SLOTS, find_servers
 from monitor.scaffold import render_config, update_config
 
 SECRET = "sk-doctor-test-never-printed"
@@ -166,14 +166,15 @@ def test_update_config_sets_keys_in_place_and_refuses_a_result_that_would_not_lo
 
 def test_a_servers_slot_count_is_bounded_as_the_setting_is(tmp_path: Path) -> None:
     """`/props` said 100000000 slots and `init` wrote it as `llm.concurrency` (issue 33.5): now the
-    setting's own bound (256), so the file `init` writes loads."""
+    proposal is capped (MAX_SLOTS, 32) below the setting's own bound (256), so the file `init` writes loads."""
     with ScriptedLLM() as llm:
         llm.routes["/v1/models"] = Reply(body={"object": "list", "data": [{"id": "qwen2.5:7b-instruct"}]})
         llm.routes["/props"] = Reply(body={"total_slots": 100_000_000})
         port = str(_port(llm.url))
         [server] = find_servers([int(port)]).servers
-        assert server.llm_settings()["concurrency"] == MAX_CONCURRENCY == 256
+        assert server.slots == MAX_CONCURRENCY  # what the server said, bounded as the setting is
+        assert server.llm_settings()["concurrency"] == MAX_SLOTS == 32
         done = bare_monitor("init", "--no-import", "--port", port, cwd=tmp_path)
         assert done.returncode == 0, done.stderr
-        assert _llm_section(tmp_path / "monitor.toml")["concurrency"] == 256
-        assert load_settings(tmp_path / "monitor.toml").llm.concurrency == 256
+        assert _llm_section(tmp_path / "monitor.toml")["concurrency"] == 32
+        assert load_settings(tmp_path / "monitor.toml").llm.concurrency == 32

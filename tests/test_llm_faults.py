@@ -84,7 +84,9 @@ def test_a_server_that_keeps_failing_stops_the_run_within_the_window(tmp_path, l
     llm.default = lambda _req: failure
     # The defaults that made a run spend an hour: every form probed, four retries, four workers.
     options = judge_options(llm, backoff_seconds=0.2, server_failure_seconds=2)
-    config = write_config(tmp_path, f"sqlite:///{tmp_path / 'monitor.db'}", judge=options)
+    config = write_config(
+        tmp_path, f"sqlite:///{tmp_path / 'monitor.db'}", judge=options, relevance={"screen": "llm"}
+    )
     started = time.monotonic()
     done = monitor(config, "run", "--source", str(snapshot), "--no-email")
     # The screen of every claim is the run's first LLM call: it meets the failing server first.

@@ -66,6 +66,18 @@ def show_warnings_once(window: float) -> None:
     root.addHandler(_tally)
 
 
+def log_each_warning() -> None:
+    """A service's log: each warning as it happens, timed, one line each (`monitor serve`: an outage is a
+    line per refused request, not a count printed minutes later)."""
+    global _tally
+    root = logging.getLogger()
+    if _tally is not None:
+        root.removeHandler(_tally)
+        _tally = None
+    if not root.handlers:
+        logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
 def flush_warnings(error: str | None = None) -> int:
     """Print the warnings held back; with `error`, how many held ones it repeats (left unprinted)."""
     return _tally.flush(fold=error) if _tally is not None else 0

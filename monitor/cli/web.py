@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from monitor.cli.context import console, ctx_of
+from monitor.cli.context import console, ctx_of, log_each_warning
 
 app = typer.Typer()
 
@@ -25,6 +25,7 @@ def serve_command(
 
     app_ctx = ctx_of(ctx)
     settings = app_ctx.settings
+    log_each_warning()
     host = host or settings.web.host
     port = settings.web.port if port is None else port
     check_bind(host, settings)  # before opening the store: a refused bind changes nothing

@@ -200,10 +200,10 @@ def print_claim(console: Console, d: ClaimDetail) -> None:
     cutoff = f"papers after {d.cutoff}" if d.cutoff else "every paper"
     console.print(f"date: {escape(d.date_text or 'undated')}  (counts {cutoff})")
     for line_id, question in d.lines:
-        console.print(f"line {escape(line_id)}: {escape(plain_text(question))}", soft_wrap=True)
-    console.print(f"evidence: {escape(d.evidence_sentence)}", soft_wrap=True)
+        console.print(f"line {escape(line_id)}: {escape(plain_text(question))}", soft_wrap=False)
+    console.print(f"evidence: {escape(d.evidence_sentence)}", soft_wrap=False)
     if d.scale:
-        console.print(escape(d.scale), soft_wrap=True, style="dim", highlight=False)
+        console.print(escape(d.scale), soft_wrap=False, style="dim", highlight=False)
     relevant = [e for e in d.evidence if e.item.label != "UNRELATED"]
     unrelated = len(d.evidence) - len(relevant)
     if relevant:
