@@ -166,7 +166,7 @@ def test_update_config_sets_keys_in_place_and_refuses_a_result_that_would_not_lo
 
 def test_a_servers_slot_count_is_bounded_as_the_setting_is(tmp_path: Path) -> None:
     """`/props` said 100000000 slots and `init` wrote it as `llm.concurrency` (issue 33.5): now the
-    proposal is capped (MAX_SLOTS, 32) below the setting's own bound (256), so the file `init` writes loads."""
+    proposal is capped (MAX_SLOTS, 32) below the setting's own bound (256): the file `init` writes loads."""
     with ScriptedLLM() as llm:
         llm.routes["/v1/models"] = Reply(body={"object": "list", "data": [{"id": "qwen2.5:7b-instruct"}]})
         llm.routes["/props"] = Reply(body={"total_slots": 100_000_000})
