@@ -188,7 +188,7 @@ def is_final(row: DigestRow) -> bool:
 def send_digest(store: Store, settings: Settings, digest_id: int, force: bool = False) -> bool:
     """Email a recorded digest. False when it was already sent for its period, or an earlier send
     may have been delivered (the server never answered after the message went), and `force` is not set.
-    Reads its period's outcomes as the caller settled them (schedule/pipeline.py `email_step`).
+    Reads its period's outcomes as the caller settled them (report/channels.py `deliver`).
     """
     recipients = list(settings.email.recipients)
     if not recipients:
@@ -297,16 +297,33 @@ def _withheld(row: DigestRow, force: bool) -> tuple[int, str] | None:
         return logging.WARNING, (
             f"digest {row.period_key} is not final (the judge failed on most pairs); not mailed"
         )
-    unconfirmed = (row.stats or {}).get(EMAIL_UNCONFIRMED)
+    unconfirmed = _unconfirmed(row)
     if unconfirmed:
         # The message went out in full and the server never said no: a blind resend could
         # be every recipient's second copy. A person decides (--force).
-        return logging.WARNING, (
-            f"digest {row.period_key}: the send at {unconfirmed.get('at')} got no answer after the "
-            f"message went out ({unconfirmed.get('message_id')}), so it may have been delivered; "
-            f"{_resend_hint(row.period_key)}"
-        )
+        return logging.WARNING, unconfirmed
     return None
+
+
+def _unconfirmed(row: DigestRow) -> str | None:
+    """Why the digest's last send may have been delivered though no answer came (None: it may not)."""
+    note = (row.stats or {}).get(EMAIL_UNCONFIRMED)
+    if not note:
+        return None
+    return (
+        f"digest {row.period_key}: the send at {note.get('at')} got no answer after the "
+        f"message went out ({note.get('message_id')}), so it may have been delivered; "
+        f"{_resend_hint(row.period_key)}"
+    )
+
+
+def unconfirmed_mail(store: Store, digest_id: int) -> list[str]:
+    """A warning when this digest's mail may have been delivered (no answer came after it went out),
+    which `send_digest` therefore skips until `force`."""
+    with store.session() as s:
+        row = s.get(DigestRow, digest_id)
+        warning = _unconfirmed(row) if row is not None and row.sent_at is None else None
+    return [warning] if warning else []
 
 
 def _describe_refusal(value: tuple[int, bytes]) -> str:
