@@ -32,7 +32,9 @@ MONITOR = str(Path(sys.executable).parent / "monitor")
 # Two ISO weeks of the shipped sample: a few dozen real papers, enough for candidates in every stage.
 SNAPSHOT_FROM = dt.date(2025, 3, 3)  # a Monday
 SNAPSHOT_TO = dt.date(2025, 3, 16)  # the Sunday after next
-FAST_RELEVANCE: dict[str, object] = {}  # the defaults; a small snapshot yields few candidates
+# The defaults but the LLM screen: these tests run the judge (embedded, or a scripted LLM that answers the
+# judge's requests); the screen of every claim has its own (test_relevance_screen.py, test_llm_path.py).
+FAST_RELEVANCE: dict[str, object] = {"screen": "none"}
 
 
 def write_snapshot(

@@ -139,11 +139,16 @@ def test_relevance_cut_follows_the_judge(monkeypatch: pytest.MonkeyPatch, tmp_pa
         "MONITOR_RELEVANCE__SCREEN",
     ):
         monkeypatch.delenv(name, raising=False)
-    # The embedded judge keeps the 2% budget; an LLM judge gets the wider measured cut.
+    # The embedded judge keeps the 2% budget and no screen; an LLM judge screens every claim (issue 30).
     assert load_settings().relevance_in_force().share == 0.02
+    assert load_settings().relevance_in_force().screen == "none"
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    screened = load_settings()
+    assert screened.judge_provider() == "openai"
+    assert screened.relevance_in_force().screen == "llm" and screened.relevance_in_force().screen_share == 1.0
+    # Without the screen, an LLM judge gets the wider measured lexical cut.
+    monkeypatch.setenv("MONITOR_RELEVANCE__SCREEN", "none")
     llm = load_settings()
-    assert llm.judge_provider() == "openai"
     assert llm.relevance_in_force().share == LLM_JUDGE_RELEVANCE["share"] == 0.10
     assert llm.relevance_in_force().method == "bm25"  # as good as the hybrid at 10%, no embedding model
     assert llm.relevance.share == 0.02  # the raw setting is untouched; only what is in force differs
@@ -157,7 +162,7 @@ def test_relevance_cut_follows_the_judge(monkeypatch: pytest.MonkeyPatch, tmp_pa
     coded = load_settings()
     coded.relevance.share = 0.03
     assert coded.relevance_in_force().share == 0.03
-    # A screen keeps its own first cut; a judge forced local keeps 2% even with a base URL configured.
+    # A screen asked for keeps its own first cut; a judge forced local keeps 2% even with a base URL.
     monkeypatch.setenv("MONITOR_RELEVANCE__SCREEN", "llm")
     assert load_settings().relevance_in_force() == load_settings().relevance
     monkeypatch.delenv("MONITOR_RELEVANCE__SCREEN")
@@ -305,10 +310,11 @@ def test_nan_and_absurd_settings_from_the_environment_name_the_variable(
 
 
 def test_a_relevance_cut_is_checked_against_the_method_in_force(tmp_path: Path) -> None:
-    """Under an LLM judge an unset method resolves to bm25 (scores 0..1): a cut of 1.5 selects nothing
-    there, though the hybrid's scores reach 4."""
+    """Under an LLM judge without its screen an unset method resolves to bm25 (scores 0..1): a cut of 1.5
+    selects nothing there, though the hybrid's scores reach 4. (With the screen of every claim, the
+    default under an LLM judge, no cut applies at all.)"""
     config = tmp_path / "monitor.toml"
-    config.write_text("[relevance]\ncut = 1.5\n")
+    config.write_text('[relevance]\ncut = 1.5\nscreen = "none"\n')
     assert monitor("--config", str(config), "runs", cwd=tmp_path).returncode != 2  # embedded: hybrid
     done = monitor("--config", str(config), "runs", cwd=tmp_path, OPENAI_BASE_URL="http://127.0.0.1:9/v1")
     assert_config_error(done, "relevance.cut: 1.5 is at or above the highest score the bm25 method gives (1)")

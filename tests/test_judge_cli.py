@@ -47,6 +47,10 @@ def monitor(
         "MONITOR_JUDGE__MODEL": "scripted-model",
         "MONITOR_JUDGE__BACKOFF_SECONDS": "0.01",
         "MONITOR_JUDGE__MAX_RETRIES": "0",
+        # These tests price and run the judge; the screen of every claim has its own CLI test
+        # (test_relevance_screen.py: the dry run's screen estimate).
+        "MONITOR_RELEVANCE__SCREEN": "none",
+        "MONITOR_JUDGE__SECOND_LOOK": "none",
         "COLUMNS": "200",
     }.items():
         monkeypatch.setenv(name, value)
@@ -113,16 +117,25 @@ def test_budget_and_failures_exit_non_zero(
     store: Store, db_url: str, llm: ScriptedLLM, monitor: Callable[..., Result]
 ) -> None:
     seed(store, papers=3, claims=1)
+    # A budget one call's estimate fits once: what the server reports spent (600) leaves too little.
+    from monitor.judge.prompts import load_prompts
+    from monitor.judge.work import estimate_judge_units, pending_units
+
+    class Judge:
+        name, model, prompt_version, claims_per_call = "openai", "scripted-model", load_prompts().version, 4
+
+    estimate = sum(estimate_judge_units(pending_units(store, Judge())[:1], load_prompts()))  # type: ignore[arg-type]
+    budget = str(estimate + 500)
     llm.default = lambda req: Reply(body=completion(answer(req), prompt_tokens=500, completion_tokens=100))
     spent = monitor(
         db_url,
         "--provider",
         "openai",
-        MONITOR_JUDGE__TOKEN_BUDGET="1100",  # a call's estimate (~800) fits once; 600 spent + 800 does not
+        MONITOR_JUDGE__TOKEN_BUDGET=budget,
         MONITOR_JUDGE__CONCURRENCY="1",
     )
     assert spent.returncode == 7, spent.stderr
-    assert "token budget 1100 reached" in spent.stderr and len(assessments(store)) == 1
+    assert f"token budget {budget} reached" in spent.stderr and len(assessments(store)) == 1
     llm.default = lambda _req: Reply(body=completion(None, refusal="I can't help with that."))
     refused = monitor(db_url, MONITOR_JUDGE__TOKEN_BUDGET=None)
     assert refused.returncode == 6 and "refused" in refused.stderr
@@ -179,6 +192,7 @@ def test_sigterm_stops_judging_gracefully_and_a_rerun_finishes(
         "MONITOR_JUDGE__MODEL": "scripted-model",
         "MONITOR_JUDGE__MAX_RETRIES": "0",
         "MONITOR_JUDGE__CONCURRENCY": "1",
+        "MONITOR_JUDGE__SECOND_LOOK": "none",  # the first readings' calls are counted here
     }
     command = [MONITOR, "--db", db_url, "judge", "--provider", "openai", "--skip-relevance"]
     proc = subprocess.Popen(
@@ -263,6 +277,7 @@ def test_the_dry_run_prices_alternatives_only_while_pairs_are_pending(store: Sto
 
     seed(store, papers=2, claims=3)
     settings = settings_for(llm)
+    settings.relevance.screen = "none"  # the judge's dry run and its alternatives, not the screen's
 
     def steps() -> list[str]:
         shown: list[str] = []

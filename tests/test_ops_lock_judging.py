@@ -48,6 +48,7 @@ def config(tmp_path: Path, llm: ScriptedLLM) -> Path:
         "response_format": "json_schema",
         "concurrency": 1,
         "max_retries": 0,
+        "second_look": "none",  # each pair is sent once: what these tests count
     }
     return write_config(
         tmp_path,

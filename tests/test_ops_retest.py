@@ -68,6 +68,7 @@ def _judge_options(llm: ScriptedLLM, prompts: Path | None = None) -> dict[str, A
         "response_format": "json_schema",
         "max_retries": 1,
         "timeout_seconds": 10,
+        "second_look": "none",  # the scripted model reads only the judge's prompt; retest is what is tested
     }
     if prompts is not None:
         options["prompts_dir"] = str(prompts)

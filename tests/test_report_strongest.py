@@ -60,7 +60,8 @@ def test_a_monthly_digest_lists_grounded_contradicting_work_strongest_first(stor
         ("2603.01234", "c_sparse", 0.78),
         ("2603.03000", "c_calib", 0.5),
     ]
-    assert rl.findings[0].also == [("c_calib", "RELAXES")]
+    # Its RELAXES 0.4 on c_calib is below verdicts.min_confidence (0.5): too unsure to be a finding.
+    assert rl.findings[0].also == []
     # The local judge's OVERTURNS waits for a curator: triage (listed per claim above), never a
     # candidate here: nothing stance-free sits under "contradicting or superseding" (issue 31).
     assert rl.candidates == []

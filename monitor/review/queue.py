@@ -98,6 +98,9 @@ def _ranked(s: Session, settings: Settings) -> list[Ranked]:
             outcome.movers,
             outcome.unclear,
             outcome.counted,
+            # A judge's grounded label it was too unsure of to count (below verdicts.min_confidence):
+            # the digest lists its paper as possibly relevant, for review.
+            [i for i in outcome.withheld if i.grounded and not i.abstained and i.second_look != "pending"],
         )
         for priority, group in enumerate(groups):
             for item in group:
