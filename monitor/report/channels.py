@@ -3,8 +3,8 @@
 A `Channel` says which recent digests it has not delivered yet (`backlog`), whether it would deliver
 one now (`due`: the digest's period, so its outcomes are settled before it is read), delivers it
 (`send`, at most once per period: delivery.py for mail, webhooks.py for posts) and which of its
-earlier deliveries may have gone out though no answer came (`unconfirmed`: not sent again until
-`force`, and said so on the run). `deliver` is the one loop: every channel in turn over its digests,
+earlier deliveries may have gone out though no answer came (`unconfirmed`: neither channel sends those
+again until `force`; the webhooks say so on the run, mail in its log). `deliver` is the one loop: every channel in turn over its digests,
 each channel one step of the caller's (its pause points, progress save and stop check); a failure of
 one digest or channel keeps none of the others from going out, and DeliveryError (8) follows once
 everything was tried, carrying what went out (`partial_on_failure`).
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from monitor.config import Settings
-from monitor.report.delivery import DeliveryError, mail_due, raise_failures, send_digest, unconfirmed_mail
+from monitor.report.delivery import DeliveryError, mail_due, raise_failures, send_digest
 from monitor.report.period import Period
 from monitor.report.webhooks import notify_digest, posts_due, unconfirmed_posts
 from monitor.store.db import Store
@@ -76,7 +76,9 @@ class Mail:
         return [self.name] if send_digest(store, self.settings, digest_id, force=force) else []
 
     def unconfirmed(self, store: Store, digest_id: int) -> list[str]:
-        return unconfirmed_mail(store, digest_id)
+        # A send that may have been delivered is withheld with a logged warning (delivery.py `_withheld`);
+        # the run's counts say "nothing to do" for it, as they always have.
+        return []
 
 
 class Webhooks:

@@ -297,33 +297,16 @@ def _withheld(row: DigestRow, force: bool) -> tuple[int, str] | None:
         return logging.WARNING, (
             f"digest {row.period_key} is not final (the judge failed on most pairs); not mailed"
         )
-    unconfirmed = _unconfirmed(row)
+    unconfirmed = (row.stats or {}).get(EMAIL_UNCONFIRMED)
     if unconfirmed:
         # The message went out in full and the server never said no: a blind resend could
         # be every recipient's second copy. A person decides (--force).
-        return logging.WARNING, unconfirmed
+        return logging.WARNING, (
+            f"digest {row.period_key}: the send at {unconfirmed.get('at')} got no answer after the "
+            f"message went out ({unconfirmed.get('message_id')}), so it may have been delivered; "
+            f"{_resend_hint(row.period_key)}"
+        )
     return None
-
-
-def _unconfirmed(row: DigestRow) -> str | None:
-    """Why the digest's last send may have been delivered though no answer came (None: it may not)."""
-    note = (row.stats or {}).get(EMAIL_UNCONFIRMED)
-    if not note:
-        return None
-    return (
-        f"digest {row.period_key}: the send at {note.get('at')} got no answer after the "
-        f"message went out ({note.get('message_id')}), so it may have been delivered; "
-        f"{_resend_hint(row.period_key)}"
-    )
-
-
-def unconfirmed_mail(store: Store, digest_id: int) -> list[str]:
-    """A warning when this digest's mail may have been delivered (no answer came after it went out),
-    which `send_digest` therefore skips until `force`."""
-    with store.session() as s:
-        row = s.get(DigestRow, digest_id)
-        warning = _unconfirmed(row) if row is not None and row.sent_at is None else None
-    return [warning] if warning else []
 
 
 def _describe_refusal(value: tuple[int, bytes]) -> str:
