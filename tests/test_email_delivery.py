@@ -376,6 +376,23 @@ def test_a_rerender_keeps_the_email_state_so_the_resend_after_a_kill_warns(
     assert sent_at(lite, result.digest_id)[2]["email_refused"] == ["bo@example.org"]
 
 
+def test_a_digest_the_mail_server_refuses_does_not_keep_the_next_from_going_out(lite, smtp, tmp_path) -> None:
+    """`monitor run` mails every recent digest not yet sent: one refused (a permanent 554) fails the step
+    with exit 8 once the next was tried and sent, and the run keeps what went out (as webhooks do)."""
+    sample(World(lite))
+    box = Mailbox(refuse_data=["554 5.7.1 rejected"])
+    settings = mail_settings(tmp_path, smtp(box))
+    with pytest.raises(DeliveryError, match="554"), recorded_run(lite, "run") as run:
+        first = settled_write(lite, settings, "2026-W10", run_id=run.id)
+        second = settled_write(lite, settings, "2026-W11", run_id=run.id)
+        deliver_by(lite, settings, "email")
+    assert box.data_attempts == 2 and len(box.messages) == 1
+    assert sent_at(lite, first.digest_id)[0] is None and sent_at(lite, second.digest_id)[0] is not None
+    with lite.session() as s:
+        row = s.get(Run, run.id)
+        assert row.status == "failed" and row.counts["email"] == {"sent": 1, "periods": ["2026-W11"]}
+
+
 def test_writing_a_digest_never_mails_it(store, smtp, tmp_path) -> None:
     """Mail leaves from one place (the flow's deliver stage), even with report.email on."""
     sample(World(store))
