@@ -3,11 +3,12 @@
 A `Channel` says which recent digests it has not delivered yet (`backlog`), whether it would deliver
 one now (`due`: the digest's period, so its outcomes are settled before it is read), delivers it
 (`send`, at most once per period: delivery.py for mail, webhooks.py for posts) and which of its
-earlier deliveries may have gone out though no answer came (`unconfirmed`: neither channel sends those
-again until `force`; the webhooks say so on the run, mail in its log). `deliver` is the one loop: every channel in turn over its digests,
-each channel one step of the caller's (its pause points, progress save and stop check); a failure of
-one digest or channel keeps none of the others from going out, and DeliveryError (8) follows once
-everything was tried, carrying what went out (`partial_on_failure`).
+earlier deliveries may have gone out though no answer came (`unconfirmed`: neither channel sends
+those again until `force`; the webhooks say so on the run, mail in its log). `deliver` is the one
+loop: every channel in turn over its digests, each channel one step of the caller's (its pause
+points, progress save and stop check); a failure of one digest or channel keeps none of the others
+from going out, and DeliveryError (8) follows once everything was tried, carrying what went out
+(`partial_on_failure`).
 """
 
 from __future__ import annotations
