@@ -13,6 +13,7 @@ from typing import Any
 
 from monitor.config import Settings
 from monitor.report.asks import ask_before_digest
+from monitor.report.channels import Delivered, Mail, SettledPeriods, Webhooks, deliver
 from monitor.report.digest import DigestResult, choose_period, write_digest
 from monitor.report.gather import gather_digest, settle_period
 from monitor.report.period import Period
@@ -67,6 +68,16 @@ def settled_write(
     chosen = choose_period(store, period, since, until, today, follow_store)
     settle_period(store, settings, chosen, kw.get("run_id"))
     return write_digest(store, settings, chosen, **kw)
+
+
+def deliver_by(
+    store: Store, settings: Settings, channel: str, digest_ids: list[int] | None = None, force: bool = False
+) -> Delivered:
+    """One channel ("email", "webhooks") as the flow's deliver stage runs it: over `digest_ids`
+    (`monitor report`'s digest), or, None, every recent digest of a run it has not delivered
+    (`monitor run`'s). DeliveryError as the stage raises it, carrying what went out."""
+    chosen = Mail(settings) if channel == "email" else Webhooks(settings)
+    return deliver(store, [chosen], SettledPeriods(store, settings, None), digest_ids, force)[channel]
 
 
 def count_calls(monkeypatch: Any, module: Any, name: str) -> list[tuple[Any, ...]]:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult
-from digest_world import World, count_calls, sample, settled_write, trusted_settings
+from digest_world import World, count_calls, deliver_by, sample, settled_write, trusted_settings
 from llm_server import Reply, ScriptedLLM
 from sqlalchemy import select
 from test_report_digest import main_in_process
@@ -23,7 +23,6 @@ from test_report_digest import main_in_process
 from monitor.config import Settings, WebhookSettings
 from monitor.report import gather
 from monitor.report.delivery import DeliveryError, send_digest
-from monitor.schedule.pipeline import email_step, webhook_step
 from monitor.store.records import Digest, Run
 from monitor.store.runs import recorded_run
 from monitor.verdicts import rollup
@@ -166,7 +165,7 @@ def test_multipart_digest_is_sent_once_per_period_and_force_resends(store, smtp,
     box = Mailbox()
     settings = mail_settings(tmp_path, smtp(box))
     result = settled_write(store, settings, "2026-W11")
-    assert email_step(store, settings, [result.digest_id]).digest_ids == [result.digest_id]
+    assert deliver_by(store, settings, "email", [result.digest_id]).digest_ids == [result.digest_id]
     [(rcpts, msg)] = box.messages
     assert rcpts == ["ana@example.org", "bo@example.org"]
     assert msg["To"] == "ana@example.org, bo@example.org" and msg["From"] == "monitor@example.org"
@@ -182,7 +181,7 @@ def test_multipart_digest_is_sent_once_per_period_and_force_resends(store, smtp,
     assert when is not None and recipients == ["ana@example.org", "bo@example.org"]
     # Same period again: not sent twice, even after a re-render.
     again = settled_write(store, settings, "2026-W11")
-    assert email_step(store, settings, [again.digest_id]).digest_ids == []
+    assert deliver_by(store, settings, "email", [again.digest_id]).digest_ids == []
     assert send_digest(store, settings, result.digest_id) is False
     assert len(box.messages) == 1
     assert send_digest(store, settings, result.digest_id, force=True) is True
@@ -377,15 +376,32 @@ def test_a_rerender_keeps_the_email_state_so_the_resend_after_a_kill_warns(
     assert sent_at(lite, result.digest_id)[2]["email_refused"] == ["bo@example.org"]
 
 
+def test_a_digest_the_mail_server_refuses_does_not_keep_the_next_from_going_out(lite, smtp, tmp_path) -> None:
+    """`monitor run` mails every recent digest not yet sent: one refused (a permanent 554) fails the step
+    with exit 8 once the next was tried and sent, and the run keeps what went out (as webhooks do)."""
+    sample(World(lite))
+    box = Mailbox(refuse_data=["554 5.7.1 rejected"])
+    settings = mail_settings(tmp_path, smtp(box))
+    with pytest.raises(DeliveryError, match="554"), recorded_run(lite, "run") as run:
+        first = settled_write(lite, settings, "2026-W10", run_id=run.id)
+        second = settled_write(lite, settings, "2026-W11", run_id=run.id)
+        deliver_by(lite, settings, "email")
+    assert box.data_attempts == 2 and len(box.messages) == 1
+    assert sent_at(lite, first.digest_id)[0] is None and sent_at(lite, second.digest_id)[0] is not None
+    with lite.session() as s:
+        row = s.get(Run, run.id)
+        assert row.status == "failed" and row.counts["email"] == {"sent": 1, "periods": ["2026-W11"]}
+
+
 def test_writing_a_digest_never_mails_it(store, smtp, tmp_path) -> None:
-    """Mail leaves from one place (pipeline.email_step), even with report.email on."""
+    """Mail leaves from one place (the flow's deliver stage), even with report.email on."""
     sample(World(store))
     box = Mailbox()
     settings = mail_settings(tmp_path, smtp(box))
     settings.report.email = True
     result = settled_write(store, settings, "2026-W11")
     assert box.messages == [] and sent_at(store, result.digest_id)[0] is None
-    assert email_step(store, settings, [result.digest_id]).digest_ids == [result.digest_id]
+    assert deliver_by(store, settings, "email", [result.digest_id]).digest_ids == [result.digest_id]
     assert len(box.messages) == 1
 
 
@@ -437,15 +453,16 @@ def test_a_later_run_settles_an_earlier_digests_period_once_before_mailing_it(
     w.paper("2603.08888", "Calibration breaks under scale", dt.date(2026, 3, 13))
     w.assess("2603.08888", "c_calib", "OVERTURNS", 0.97, evidence="calibration breaks")
     settles = count_calls(monkeypatch, gather, "settle_outcomes")
-    assert email_step(store, settings).digest_ids == [result.digest_id]
+    assert deliver_by(store, settings, "email").digest_ids == [result.digest_id]
     assert len(settles) == 1
     [(_, msg)] = box.messages
     assert "Calibration breaks under scale" in msg.get_body(("plain",)).get_content()
-    assert email_step(store, settings).digest_ids == [] and len(settles) == 1
+    assert deliver_by(store, settings, "email").digest_ids == [] and len(settles) == 1
 
 
 def test_a_webhook_post_of_an_already_posted_digest_settles_nothing(store, tmp_path, monkeypatch) -> None:
-    """webhook_step looks at every recent digest; one every webhook has had is not read, so not settled."""
+    """The webhooks channel looks at every recent digest; one every webhook has had is not read, so not
+    settled."""
     sample(World(store))
     settings = trusted_settings()
     settings.paths.reports = tmp_path / "reports"
@@ -462,6 +479,6 @@ def test_a_webhook_post_of_an_already_posted_digest_settles_nothing(store, tmp_p
         with recorded_run(store, "run") as run:
             settled_write(store, settings, "2026-W11", run_id=run.id)
         settles = count_calls(monkeypatch, gather, "settle_outcomes")
-        assert len(webhook_step(store, settings).digest_ids) == 1 and len(settles) == 1
-        assert webhook_step(store, settings).digest_ids == [] and len(settles) == 1
+        assert len(deliver_by(store, settings, "webhooks").digest_ids) == 1 and len(settles) == 1
+        assert deliver_by(store, settings, "webhooks").digest_ids == [] and len(settles) == 1
         assert len(hooks.requests) == 1

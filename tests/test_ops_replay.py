@@ -207,18 +207,28 @@ def test_the_judge_step_keeps_to_what_the_run_has_left_of_its_budget(sqlite_url:
 
     from monitor.errors import BudgetExhausted
     from monitor.judge.factory import make_judge
-    from monitor.schedule.pipeline import judge_step
+    from monitor.llm.engine import TokenBudget
+    from monitor.schedule.flow import Flow, Steps, make_job
+    from monitor.schedule.signals import StopFlag
     from monitor.store.runs import recorded_run
 
     store = open_store(sqlite_url)
     seed(store, papers=2, claims=1)
+
+    def judge_stage(settings, spent: int):
+        """The flow's judge stage in a replay whose earlier periods spent `spent`; with what is left after."""
+        stop = StopFlag(again="monitor replay")
+        with recorded_run(store, "replay") as run:
+            job = make_job(store, settings, run, stop, "monitor replay", judge=make_judge(settings))
+            job.budget = TokenBudget.of(settings.llm).after(spent)
+            return Flow(job, Steps(store, run, stop)).run("judge")["judge"], job.budget
+
     with ScriptedLLM() as llm:
         llm.default = answering("SUPPORTS")
         settings = settings_for(llm, token_budget=5000, concurrency=1)
-        tight = pytest.raises(BudgetExhausted, match="token budget 5000 reached")
-        with tight as spent, recorded_run(store, "replay") as run:
-            judge_step(store, settings, make_judge(settings), run, again="monitor replay", spent=4990)
+        with pytest.raises(BudgetExhausted, match="token budget 5000 reached") as spent:
+            judge_stage(settings, 4990)
         assert "monitor replay" in str(spent.value) and llm.chat_requests() == []
-        with recorded_run(store, "replay") as run:
-            done = judge_step(store, settings, make_judge(settings), run, again="monitor replay", spent=100)
+        done, left = judge_stage(settings, 100)
     assert done.judged == 2 and not done.budget_exhausted
+    assert done.tokens > 0 and left.spent == 100 + done.tokens  # the next period's budget counts it

@@ -19,16 +19,25 @@ from pathlib import Path
 import pytest
 import test_digest_judging_failures as failures
 import test_ops_run_faults as faults
-from digest_world import NASTY, TRUSTED_ENV, World, open_sqlite, sample, settled_write, trusted_settings
+from digest_world import (
+    NASTY,
+    TRUSTED_ENV,
+    World,
+    deliver_by,
+    open_sqlite,
+    sample,
+    settled_write,
+    trusted_settings,
+)
 from llm_server import Reply, ScriptedLLM, answering
 from ops_helpers import make_settings, monitor, write_config
 from test_report_digest import main_in_process
 
 from monitor.config import Settings, WebhookSettings
 from monitor.errors import ConfigError
+from monitor.report.channels import SettledPeriods, channels, deliver, sent_and_posted
 from monitor.report.delivery import DeliveryError
 from monitor.report.webhooks import SCHEMA, notify_digest
-from monitor.schedule.pipeline import deliver_digest
 from monitor.store.digests import WEBHOOKS_POSTED
 from monitor.store.records import Digest
 
@@ -42,9 +51,9 @@ llm, snapshot = faults.llm, faults.snapshot  # the scripted judge and the small 
 def write_and_deliver(store, settings: Settings, period: str, email: bool = False, notify: bool = False):
     """`monitor report --period P [--email] [--notify]`: the digest is written, then delivered."""
     result = settled_write(store, settings, period)
-    result.sent, result.posted = deliver_digest(
-        store, settings, None, result.digest_id, email=email, notify=notify, force=False
-    )
+    chosen, settled = channels(settings, email, notify), SettledPeriods(store, settings, None)
+    done = deliver(store, chosen, settled, [result.digest_id])
+    result.sent, result.posted = sent_and_posted(done, email, notify)
     return result
 
 
@@ -276,28 +285,26 @@ def test_an_unreachable_webhook_fails_without_its_secret_in_the_message(lite, tm
 
 
 def test_monitor_run_posts_each_recent_digest_once(lite, server, tmp_path) -> None:
-    """What `monitor run` does after writing its digest (pipeline.deliver, webhook_step)."""
-    from monitor.schedule.pipeline import webhook_step
+    """What `monitor run` does after writing its digest (the deliver stage's webhooks channel)."""
     from monitor.store.runs import recorded_run
 
     sample(World(lite))
     settings = hook_settings(tmp_path, {"kind": "json", "url": hook_url(server)})
     with recorded_run(lite, "run") as run:
         settled_write(lite, settings, "2026-W11", run_id=run.id)
-        posted = webhook_step(lite, settings)
-        run.record(posted)  # what pipeline.Steps does with a step's result
+        posted = deliver_by(lite, settings, "webhooks")
+        run.record(posted)  # what flow.Steps does with a step's result
         assert len(posted.digest_ids) == 1
         assert run.counts["webhooks"] == {"posted": 1, "periods": ["2026-W11"]}
     with recorded_run(lite, "run") as rerun:
         settled_write(lite, settings, "2026-W11", run_id=rerun.id)
-        assert webhook_step(lite, settings).digest_ids == []
+        assert deliver_by(lite, settings, "webhooks").digest_ids == []
     assert len(server.requests) == 1
 
 
 def test_a_post_that_fails_still_leaves_what_was_posted_on_the_run(lite, server, tmp_path) -> None:
-    """webhook_step tries every due digest, then raises; what it posted before is carried on the error
-    (runs.partial_on_failure) and the run row keeps it as its `webhooks` counts."""
-    from monitor.schedule.pipeline import webhook_step
+    """The webhooks channel tries every due digest, then raises; what it posted before is carried on the
+    error (runs.partial_on_failure) and the run row keeps it as its `webhooks` counts."""
     from monitor.store.records import Run
     from monitor.store.runs import recorded_run
 
@@ -308,7 +315,7 @@ def test_a_post_that_fails_still_leaves_what_was_posted_on_the_run(lite, server,
     with pytest.raises(DeliveryError), recorded_run(lite, "run") as run:
         first = settled_write(lite, settings, "2026-W10", run_id=run.id)
         settled_write(lite, settings, "2026-W11", run_id=run.id)
-        webhook_step(lite, settings)
+        deliver_by(lite, settings, "webhooks")
     assert len(server.requests) == 2 and posted(lite, first.digest_id)
     with lite.session() as s:
         row = s.get(Run, run.id)
@@ -472,8 +479,7 @@ def test_a_webhook_that_answers_after_the_timeout_gets_one_copy_until_forced(
 
 
 def test_a_run_does_not_post_again_what_may_have_been_delivered_and_says_so(lite, server, tmp_path) -> None:
-    """`monitor run`'s webhook step (pipeline.webhook_step) over a digest whose post got no answer."""
-    from monitor.schedule.pipeline import webhook_step
+    """`monitor run`'s webhooks step (the deliver stage) over a digest whose post got no answer."""
     from monitor.store.runs import recorded_run
 
     sample(World(lite))
@@ -482,10 +488,10 @@ def test_a_run_does_not_post_again_what_may_have_been_delivered_and_says_so(lite
     try:
         with pytest.raises(DeliveryError, match="may have been delivered"), recorded_run(lite, "run") as run:
             settled_write(lite, settings, "2026-W11", run_id=run.id)
-            webhook_step(lite, settings)
+            deliver_by(lite, settings, "webhooks")
         with recorded_run(lite, "run") as rerun:
             settled_write(lite, settings, "2026-W11", run_id=rerun.id)
-            again = webhook_step(lite, settings)
+            again = deliver_by(lite, settings, "webhooks")
             rerun.record(again)
     finally:
         release.set()

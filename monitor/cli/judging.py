@@ -127,6 +127,8 @@ def _collect(shown: dict[str, Any]) -> Any:
             shown["nothing_pending"] = True
         elif step == "screen estimate":
             shown["screen_estimate"] = result
+        elif step == "screen":  # the LLM screen of the pairs relevance picked: shown as part of it
+            shown.setdefault("relevance", {})["screen"] = result.as_dict()
         else:  # relevance, judge, batches
             shown[step] = result.as_dict()
 
@@ -157,12 +159,11 @@ def _show(step: str, result: Any) -> None:
             f"relevance: {result.candidates_added} new candidate pair(s) "
             f"from {result.papers_scanned} paper version(s)"
         )
-        if result.screen:
-            screened = result.screen
-            console.print(
-                f"relevance screen: {screened['kept']} kept, {screened['dropped']} dropped, "
-                f"{screened['pending_left']} pending, {screened['calls']} call(s)"
-            )
+    elif step == "screen":
+        console.print(
+            f"relevance screen: {result.kept} kept, {result.dropped} dropped, "
+            f"{result.pending_left} pending, {result.calls} call(s)"
+        )
     elif step == "screen estimate":
         console.print(
             f"relevance screen (estimate): {result['calls']} call(s) for {result['pairs']} pending pair(s) "

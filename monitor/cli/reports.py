@@ -86,45 +86,15 @@ def report_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print what was written as JSON.")] = False,
 ) -> None:
     """Write the digest for a period (default: the last complete ISO week); optionally mail and post it."""
-    from monitor.report.digest import choose_period
     from monitor.report.show import check_formats, print_digest_result
-    from monitor.schedule.lock import run_lock
-    from monitor.schedule.pipeline import (
-        SettledPeriods,
-        ask_step,
-        deliver_digest,
-        outcomes_step,
-        report_sends_or_spends,
-        report_step,
-    )
-    from monitor.store.runs import recorded_run
+    from monitor.schedule.reporting import ReportRequest, report_once
 
     app_ctx = ctx_of(ctx)
     settings = app_ctx.settings
     if reports:
         settings.paths.reports = reports
-    formats = check_formats(fmt)
-    mail = email or settings.report.email
-    locked = run_lock(app_ctx.existing_store, settings, report_sends_or_spends(settings, mail, notify))
-    with locked, recorded_run(app_ctx.existing_store, "report") as run:
-        store = app_ctx.store
-        chosen = choose_period(store, period or settings.report.period, day(since), day(until))
-        settled = outcomes_step(store, settings, run.id, chosen)  # the run's one settle: the rest read
-        run.record(settled)
-        asked = ask_step(store, settings, run.id, chosen)
-        run.record(asked)
-        result = report_step(store, settings, run.id, chosen, asked, formats)
-        run.record(result)
-        result.sent, result.posted = deliver_digest(
-            store,
-            settings,
-            run,
-            result.digest_id,
-            email=mail,
-            notify=notify,
-            force=force,
-            settled=SettledPeriods(store, settings, run.id, [settled]),
-        )
+    request = ReportRequest(period, day(since), day(until), check_formats(fmt), email, notify, force)
+    result = report_once(app_ctx.existing_store, settings, request)
     if as_json:
         typer.echo(json.dumps(result.as_dict(), indent=2, ensure_ascii=False, default=str))
         return

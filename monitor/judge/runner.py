@@ -36,7 +36,7 @@ from monitor.judge.work import (
 )
 from monitor.judge.writer import AssessmentWriter
 from monitor.llm.cost import token_cost
-from monitor.llm.engine import over_budget, run_live
+from monitor.llm.engine import TokenBudget, run_live
 from monitor.llm.recorder import ExchangeRecorder
 from monitor.llm.units import WorkUnit
 from monitor.progress import progress_bar
@@ -68,14 +68,19 @@ def judge_pending(
     dry_run: bool = False,
     progress: bool = False,
     retry_parked: bool = False,
+    budget: TokenBudget | None = None,
+    batch: bool | None = None,
 ) -> JudgeSummary:
     """Judge every pending pair (see module docstring); returns what was done and what it cost.
 
-    When `settings.llm.token_budget` would be exceeded, no further call is started, what was judged
-    is kept, and the summary says `budget_exhausted` (the caller decides whether that is an error).
+    When what is left of `budget` (the run's; default all of `llm.token_budget`) would be exceeded, no
+    further call is started, what was judged is kept, and the summary says `budget_exhausted` (the
+    caller decides whether that is an error); the second looks get what the first readings left.
     Assessments and exchanges are stored under `run_id`; no call starts once `should_stop()` (the run's
     stop flag or lost lock) says so. A failure carries the summary so far (`partial_on_failure`).
+    A dry run prices at Batch API rates with `batch` (None: as `llm.batch` says).
     """
+    budget = budget or TokenBudget.of(settings.llm)
     if judge is None:
         from monitor.judge.factory import make_judge
 
@@ -103,19 +108,20 @@ def judge_pending(
     summary.papers = len({(u.paper.arxiv_id, u.paper.version) for u in units})
     estimated = estimate_judge_units(units, judge.prompts or load_prompts(settings.judge.prompts_dir))
     if dry_run:
-        return _dry_run(estimated, len(units), settings, judge, summary)
+        at_batch = settings.llm.batch if batch is None else batch
+        return _dry_run(estimated, len(units), settings, judge, summary, budget, at_batch)
 
     recorder = ExchangeRecorder(store, run_id)
     park, policy = settings.judge.park_after_failures, second_look_policy(settings, judge)
     writer = AssessmentWriter(store, judge, summary, force, run_id, park, policy)
     with partial_on_failure(summary):
         try:
-            _run_units(units, judge, settings, recorder, writer, progress, should_stop)
+            _run_units(units, judge, settings, recorder, writer, progress, should_stop, budget)
         finally:
             settle(summary, recorder, settings, judge, batch=False)
-            summary.warnings.extend(_notes(judge, settings, summary, writer))
+            summary.warnings.extend(_notes(judge, settings, summary, writer, budget))
         if policy is not None and not summary.budget_exhausted and not summary.judge_unavailable:
-            _second_looks(store, settings, summary, run_id, should_stop, claim_ids)
+            _second_looks(store, settings, summary, run_id, should_stop, claim_ids, budget)
     return summary
 
 
@@ -126,15 +132,13 @@ def _second_looks(
     run_id: int | None,
     should_stop: Callable[[], bool] | None,
     claim_ids: list[str] | None,
+    budget: TokenBudget,
 ) -> None:
-    """The second readings pending (this run's and any a stopped run left), within what is left of the
-    token budget; a spent budget or an unreachable server ends judging as the first reading's would."""
-    budget = settings.llm.token_budget
-    scoped = settings
-    if budget is not None:
-        left = settings.llm.model_copy(update={"token_budget": max(1, budget - summary.tokens)})
-        scoped = settings.model_copy(update={"llm": left})
-    looked = second_look_pending(store, scoped, run_id, should_stop, claim_ids)
+    """The second readings pending (this run's and any a stopped run left), within what the first
+    readings left of the budget; a spent budget or an unreachable server ends judging as the first
+    reading's would."""
+    left = budget.after(summary.tokens)
+    looked = second_look_pending(store, settings, run_id, should_stop, claim_ids, budget=left)
     summary.second_look = looked
     summary.cost_estimate += looked.cost
     if looked.stopped and looked.stopped.startswith("token budget"):
@@ -158,26 +162,25 @@ def _dry_run(
     settings: Settings,
     judge: Judge,
     summary: JudgeSummary,
+    budget: TokenBudget,
+    batch: bool,
 ) -> JudgeSummary:
-    """What judging would take: calls, the estimated (prompt, completion) tokens, and their price."""
+    """What judging would take: calls, the estimated (prompt, completion) tokens, and their price
+    (at Batch API rates with `batch`: what `monitor judge` would do with llm.batch set)."""
     summary.calls = calls
     summary.prompt_tokens, summary.completion_tokens = estimated
     if judge.prompts is not None and judge.billed:
         summary.cached_tokens = judge_cached_tokens(calls, judge.prompts)
-    # A dry run prices what `monitor judge` would do, which is a batch when llm.batch is set.
     summary.cost_estimate = price(
-        settings,
-        judge,
-        summary.prompt_tokens,
-        summary.completion_tokens,
-        settings.llm.batch,
-        summary.cached_tokens,
+        settings, judge, summary.prompt_tokens, summary.completion_tokens, batch, summary.cached_tokens
     )
-    summary.budget_exhausted = over_budget(settings.llm, summary.tokens)
+    summary.budget_exhausted = budget.exceeded(summary.tokens)
     return summary
 
 
-def _notes(judge: Judge, settings: Settings, summary: JudgeSummary, writer: AssessmentWriter) -> list[str]:
+def _notes(
+    judge: Judge, settings: Settings, summary: JudgeSummary, writer: AssessmentWriter, budget: TokenBudget
+) -> list[str]:
     """The run's warnings: the judge's own, newly parked pairs, a spent budget."""
     notes = judge.drain_warnings()
     if summary.newly_parked:
@@ -188,8 +191,7 @@ def _notes(judge: Judge, settings: Settings, summary: JudgeSummary, writer: Asse
         )
     if summary.budget_exhausted:
         notes.append(
-            f"judge: token budget {settings.llm.token_budget} reached; "
-            f"{summary.not_attempted} pair(s) left pending"
+            f"judge: token budget {budget.limit} reached; {summary.not_attempted} pair(s) left pending"
         )
     return notes
 
@@ -217,6 +219,7 @@ def _run_units(
     writer: AssessmentWriter,
     progress: bool,
     should_stop: Callable[[], bool] | None,
+    budget: TokenBudget,
 ) -> None:
     summary = writer.summary
     prepared: set[tuple[str, int]] = set()
@@ -235,7 +238,7 @@ def _run_units(
             units,
             lambda unit: (judge.judge(unit.paper, unit.claims, recorder), None),
             writer,
-            llm=settings.llm,
+            budget=budget,
             recorder=recorder,
             workers=min(settings.llm.concurrency, judge.max_concurrency),
             name="judge",

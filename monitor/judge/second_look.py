@@ -28,7 +28,7 @@ from monitor.judge.base import Judgement
 from monitor.judge.grounding import ground
 from monitor.judge.schema import parse_answer, response_schema
 from monitor.llm.cost import estimate_tokens, token_cost
-from monitor.llm.engine import run_live
+from monitor.llm.engine import TokenBudget, run_live
 from monitor.llm.prompts import Templates, load_templates
 from monitor.llm.recorder import ExchangeRecorder
 from monitor.llm.texts import ClaimText, PaperText, Recorder
@@ -262,10 +262,12 @@ def second_look_pending(
     should_stop: Callable[[], bool] | None = None,
     claim_ids: Sequence[str] | None = None,
     looker: SecondLooker | None = None,
+    budget: TokenBudget | None = None,
 ) -> SecondLookSummary:
     """Give every pending first reading (of `claim_ids`) its second look, `llm.concurrency` at a time,
-    within `llm.token_budget`; stops cleanly on `should_stop()`."""
+    within what is left of `budget` (default: all of `llm.token_budget`); stops cleanly on `should_stop()`."""
     began = time.monotonic()
+    budget = budget or TokenBudget.of(settings.llm)
     summary = SecondLookSummary()
     pending = pending_units(store, claim_ids)
     summary.pending = len(pending)
@@ -281,7 +283,7 @@ def second_look_pending(
             units,
             lambda unit: looker.look(unit, recorder),
             writer,
-            llm=settings.llm,
+            budget=budget,
             recorder=recorder,
             workers=looker.max_concurrency,
             name="second look",
@@ -290,7 +292,7 @@ def second_look_pending(
         if end.fatal:
             summary.stopped = end.fatal
         elif end.budget_exhausted:
-            summary.stopped = f"token budget {settings.llm.token_budget} spent"
+            summary.stopped = f"token budget {budget.limit} spent"
         elif end.stopped:
             summary.stopped = "stop requested"
         summary.take_counts(recorder)

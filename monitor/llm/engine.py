@@ -3,8 +3,9 @@
 A stage hands it units (monitor/llm/units.py) and a `Writer`: what to do with an answer and with a
 failure. The stage keeps its prompts, its answer schema and what it writes; the engine keeps the rest:
 
-- live: at most `workers` calls in flight, the token budget (`llm.token_budget`) kept by reservation,
-  a clean stop (monitor/llm/workers.py), each finished unit handed to the writer as it returns;
+- live: at most `workers` calls in flight, the token budget (a `TokenBudget`: what the run has left of
+  `llm.token_budget`) kept by reservation, a clean stop (monitor/llm/workers.py), each finished unit
+  handed to the writer as it returns;
 - batch: `BatchRun` collects the stage's finished batches (an answer parsed by the writer, logged in
   `llm_exchanges`, then written) and submits the pending pairs no open batch carries, as many units
   as the token budget allows. State lives in `judge_batches` under the stage's name (monitor/llm/batch.py),
@@ -16,6 +17,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from monitor.config import LLMSettings
@@ -66,8 +68,31 @@ class Asker(Protocol):
         ...
 
 
-def over_budget(llm: LLMSettings, tokens: int) -> bool:
-    return llm.token_budget is not None and tokens > llm.token_budget
+@dataclass(frozen=True)
+class TokenBudget:
+    """A run's token budget (`llm.token_budget`; `limit` None: none) and what the run spent of it before
+    the stage at hand. The command's orchestrator makes it once (schedule/flow.py) and hands each stage
+    that calls a model what is left, so no stage rewrites the settings to carry it."""
+
+    limit: int | None
+    spent: int = 0
+
+    @classmethod
+    def of(cls, llm: LLMSettings) -> TokenBudget:
+        return cls(llm.token_budget)
+
+    @property
+    def left(self) -> int | None:
+        """Tokens a stage may still spend (None: no limit)."""
+        return None if self.limit is None else max(0, self.limit - self.spent)
+
+    def after(self, tokens: int) -> TokenBudget:
+        """The budget once `tokens` more are spent (a later stage's, or a later period's)."""
+        return TokenBudget(self.limit, self.spent + tokens)
+
+    def exceeded(self, tokens: int) -> bool:
+        """Whether spending `tokens` more goes past the limit."""
+        return self.limit is not None and self.spent + tokens > self.limit
 
 
 def run_live(
@@ -75,7 +100,7 @@ def run_live(
     call: Callable[[WorkUnit], tuple[A, int | None]],
     writer: Writer[A],
     *,
-    llm: LLMSettings,
+    budget: TokenBudget,
     recorder: ExchangeRecorder,
     workers: int,
     name: str,
@@ -83,8 +108,8 @@ def run_live(
     before: Callable[[WorkUnit, deque[WorkUnit]], None] | None = None,
     advance: Callable[[int], None] | None = None,
 ) -> LoopEnd[WorkUnit]:
-    """Ask `call` (an answer and its exchange id) for each unit, `workers` at a time, within the token
-    budget; each result goes to the writer as it comes."""
+    """Ask `call` (an answer and its exchange id) for each unit, `workers` at a time, within what is
+    left of `budget`; each result goes to the writer as it comes."""
 
     def finish(unit: WorkUnit, result: tuple[A, int | None] | MonitorError) -> None:
         if isinstance(result, MonitorError):
@@ -100,7 +125,7 @@ def run_live(
         finish,
         workers=workers,
         name=name,
-        budget=Budget(llm.token_budget, lambda: recorder.tokens, lambda u: u.estimated_tokens),
+        budget=Budget(budget.left, lambda: recorder.tokens, lambda u: u.estimated_tokens),
         should_stop=should_stop,
         before=before,
     )

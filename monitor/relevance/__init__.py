@@ -16,6 +16,6 @@ With an LLM judge the defaults widen to 10% with plain BM25 (`RelevanceSettings.
 `monitor/judge/estimate.py` prices each setting for `monitor judge --dry-run` (docs/relevance.md).
 """
 
-from monitor.relevance.select import RelevanceSummary, select_candidates
+from monitor.relevance.select import RelevanceSummary, screen_candidates, select_candidates
 
-__all__ = ["RelevanceSummary", "select_candidates"]
+__all__ = ["RelevanceSummary", "screen_candidates", "select_candidates"]

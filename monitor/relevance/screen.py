@@ -43,7 +43,7 @@ from monitor.errors import ConfigError, MonitorError
 from monitor.llm import batch as batches
 from monitor.llm.answers import InvalidAnswer, load_json
 from monitor.llm.cost import cached_prefix, estimate_tokens, token_cost
-from monitor.llm.engine import BatchRun, run_live
+from monitor.llm.engine import BatchRun, TokenBudget, run_live
 from monitor.llm.grouped import Priced
 from monitor.llm.prompts import Templates, load_templates
 from monitor.llm.recorder import ExchangeRecorder
@@ -481,7 +481,7 @@ def _live(
         units,
         lambda unit: screen.screen(unit, recorder),
         writer,
-        llm=settings.llm,
+        budget=TokenBudget.of(settings.llm),
         recorder=recorder,
         workers=screen.max_concurrency,
         name="screen",

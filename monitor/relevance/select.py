@@ -245,12 +245,28 @@ def select_candidates(
     if behind:
         scan = _prepare(store, settings, plan, active, behind, marks)
         _scan_versions(store, plan, scan, top, summary, progress, run_id, should_stop)
-    if plan.screening and screen and not _stopped(should_stop):
-        # Also picks up pairs a failed or interrupted earlier run left pending.
-        wanted = list(claim_ids) if claim_ids else None
-        summary.screened = screen_pending(store, settings, run_id, should_stop, claim_ids=wanted, since=since)
+    if screen and not _stopped(should_stop):
+        summary.screened = screen_candidates(store, settings, run_id, should_stop, claim_ids, since)
     summary.seconds = time.monotonic() - began
     return summary
+
+
+def screen_candidates(
+    store: Store,
+    settings: Settings,
+    run_id: int | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    claim_ids: Sequence[str] | None = None,
+    since: dt.date | None = None,
+) -> ScreenSummary | None:
+    """The LLM screen over the pairs pending for it (those of `claim_ids`, of papers published on or
+    after `since`), with relevance.screen = "llm"; None without it. The relevance stage's second step,
+    which the pipeline runs as its own (schedule/flow.py). Also picks up pairs a failed or interrupted
+    earlier run left pending."""
+    if not _Plan.of(settings).screening:
+        return None
+    wanted = list(claim_ids) if claim_ids else None
+    return screen_pending(store, settings, run_id, should_stop, claim_ids=wanted, since=since)
 
 
 def _prepare(

@@ -1,7 +1,7 @@
 """The LLM work a digest shows, done before it is written: proposed wordings and research questions.
 
-The digest itself (gather.py) is a pure reader. This step, which the pipeline runs before the report
-(`schedule/pipeline.py ask_step`) and `monitor report` runs before writing, asks the LLM: a narrowed
+The digest itself (gather.py) is a pure reader. This step, the flow's ask stage before the report
+(schedule/flow.py, in `monitor run`, `replay` and `report`), asks the LLM: a narrowed
 wording for each claim that confirmed RELAXES evidence bounds (stored as an open proposal the digest
 then reads), and two research questions per line (stored as `llm_exchanges` rows an identical request
 reuses; a failure is in the returned `DigestAsks`, which the digest written next shows). The caller

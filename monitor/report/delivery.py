@@ -188,7 +188,7 @@ def is_final(row: DigestRow) -> bool:
 def send_digest(store: Store, settings: Settings, digest_id: int, force: bool = False) -> bool:
     """Email a recorded digest. False when it was already sent for its period, or an earlier send
     may have been delivered (the server never answered after the message went), and `force` is not set.
-    Reads its period's outcomes as the caller settled them (schedule/pipeline.py `email_step`).
+    Reads its period's outcomes as the caller settled them (report/channels.py `deliver`).
     """
     recipients = list(settings.email.recipients)
     if not recipients:

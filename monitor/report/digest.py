@@ -1,5 +1,5 @@
 """The digest: render a period's view-model (gather.py), write it and record it. Sending is
-delivery.py's, called from one place (`schedule/pipeline.py email_step`).
+delivery.py's, called from one place (report/channels.py `deliver`, the flow's deliver stage).
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def write_digest(
     follow_store: bool = True,
 ) -> DigestResult:
     """Render the period's digest to settings.paths.reports and record it; it is never mailed here
-    (`schedule/pipeline.py email_step` is where mail leaves).
+    (report/channels.py `deliver` is where mail leaves).
 
     Markdown is always written (it is the source of truth); `formats` may add "html". Re-rendering a
     period overwrites its files and updates its one `digests` row. `asked`: what the ask step before

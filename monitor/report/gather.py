@@ -2,7 +2,7 @@
 
 A claim's verdict in the digest is its outcome under the rules at the period's end (and, to say whether
 it changed, at the day before the period began: `Period.verdict_days`) as the verdicts stage stored it
-(`settle_outcomes`, which a run's entry point runs once first: schedule/pipeline.py `outcomes_step`);
+(`settle_outcomes`, which a run's entry point runs once first: the outcomes stage, schedule/flow.py);
 the ask step, the digest, its mail and webhooks read it and never compute one.
 "New evidence" is a counted assessment whose paper version was announced in the period. The embedded
 judge's unconfirmed stances are not evidence the digest can sign: its papers are listed for triage
@@ -274,8 +274,8 @@ def settle_period(
     store: Store, settings: Settings, period: Period, run_id: int | None = None
 ) -> OutcomeRun:
     """The verdicts stage's outcomes at the period's dates, computed where the evidence changed since
-    they were stored: what a run does once before anything calls `gather_digest` (schedule/pipeline.py
-    `outcomes_step`; `SettledPeriods` for a digest delivered on its own)."""
+    they were stored: what a run does once before anything calls `gather_digest` (the outcomes stage,
+    schedule/flow.py; report/channels.py `SettledPeriods` for a digest delivered on its own)."""
     return settle_outcomes(store, settings, period.verdict_days, run_id)
 
 

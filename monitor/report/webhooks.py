@@ -365,7 +365,7 @@ def post(hook: Hook, body: bytes) -> int:
 def notify_digest(store: Store, settings: Settings, digest_id: int, force: bool = False) -> list[str]:
     """Post a recorded digest's summary to every configured webhook that has not had it (all with
     `force`). Returns the webhooks posted to; DeliveryError (8) names those that failed, after the
-    others were tried. Reads its period's outcomes as the caller settled them (schedule/pipeline.py)."""
+    others were tried. Reads its period's outcomes as the caller settled them (report/channels.py)."""
     hooks = resolve_hooks(settings)
     if not hooks:
         raise ConfigError("report.webhooks is empty: nowhere to post the digest")

@@ -1,12 +1,11 @@
-"""`monitor judge`: the pipeline's claims, relevance and judge steps on their own.
+"""`monitor judge`: the flow's claims, relevance, screen and judge stages on their own.
 
 A dry run counts what judging (and an LLM relevance screen) would take and calls nothing, without the
 run lock; with nothing pending it says so, and prices no relevance alternatives unless asked. `--batch`
 hands the pending pairs to the OpenAI Batch API. A live run takes the run lock, as `monitor run` does
-(two processes judging the same pending pairs would pay for each twice), and judges under the
-pipeline's budget-and-stop policy (`pipeline.judge_step`) inside a recorded `judge` run, so the row
-ends partial (7), failed (6), interrupted (130) or, having lost the lock, failed (75) as `monitor run`
-would.
+(two processes judging the same pending pairs would pay for each twice), and runs the flow's judge
+stage with its checks (schedule/flow.py) inside a recorded `judge` run, so the row ends partial (7),
+failed (6), interrupted (130) or, having lost the lock, failed (75) as `monitor run` would.
 """
 
 from __future__ import annotations
@@ -16,16 +15,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from monitor.config import Settings
-from monitor.schedule.lock import locked_run
-from monitor.schedule.pipeline import Steps, check_screened, judge_step, sync_claims
+from monitor.schedule.flow import Flow, Scope, Steps, make_job
+from monitor.schedule.lock import RunLock, locked_run
 from monitor.schedule.signals import StopFlag
 from monitor.store.db import Store
 
 if TYPE_CHECKING:
     from monitor.judge.base import Judge
 
-# Called with a step's name ("relevance", "screen estimate", "judge", "batches") and its result as soon
-# as it is ready, so the caller prints it even when a later step raises.
+# Called with a step's name ("relevance", "screen", "screen estimate", "judge", "batches") and its result
+# as soon as it is ready, so the caller prints it even when a later step raises.
 Show = Callable[[str, Any], None]
 
 
@@ -53,7 +52,7 @@ ALTERNATIVES_DAYS = 7  # the dry run prices a week of the store's newest papers,
 def judge_once(store: Store, settings: Settings, request: JudgeRequest, stop: StopFlag, show: Show) -> None:
     """Sync claims and pick candidates (unless told not to), then estimate, batch or judge the pending pairs.
 
-    Raises as `pipeline.judge_step` does; `show` sees each result before that.
+    Raises as the flow's judge stage checks (schedule/flow.py); `show` sees each result before that.
     """
     from monitor.claims.listing import check_claim_ids
     from monitor.judge.factory import make_judge
@@ -62,53 +61,59 @@ def judge_once(store: Store, settings: Settings, request: JudgeRequest, stop: St
     provider = request.provider or ("openai" if batch else None)
     judge = make_judge(settings, provider, connect=not request.dry_run)  # a dry run calls nothing: no key
     if request.dry_run:
-        if request.relevance:
-            _pick(Steps(store, None, stop), store, settings, request, show)
+        if request.relevance:  # the candidates too, to count what judging them would cost; no screen
+            _pick(store, settings, request, stop, None, show, "claims", "relevance")
         check_claim_ids(store, request.claim_ids)  # after the claims sync, which may add the claim
         _estimate(store, settings, judge, request, batch, show)
         return
     with locked_run(store, settings, "judge", stop.event) as (run, held, _):
         if request.relevance:  # unrecorded, as in a dry run, but under the lock: the screen calls the LLM
-            _pick(Steps(store, None, stop, held), store, settings, request, show)
+            _pick(store, settings, request, stop, held, show, "claims", "relevance", "screen")
         check_claim_ids(store, request.claim_ids)
+        scope = Scope(claim_ids=request.claim_ids, force=request.force)
+        job = make_job(
+            store,
+            settings,
+            run,
+            stop,
+            "monitor judge",
+            held,
+            scope=scope,
+            judge=judge,
+            progress=request.progress,
+        )
         step = Steps(store, run, stop, held)
-        which = {"force": request.force, "claim_ids": request.claim_ids}
         if batch:
             from monitor.judge.batch import run_batch
 
+            which = {"force": request.force, "claim_ids": request.claim_ids}
             step(
                 "batches",
                 lambda: run_batch(store, settings, judge, run.id, wait=request.wait, **which),
                 shown=lambda result: show("batches", result),
             )
             return
-        step(
-            "judge",
-            lambda: judge_step(
-                store,
-                settings,
-                judge,
-                run,
-                "monitor judge",
-                shown=lambda summary: show("judge", summary),
-                progress=request.progress,
-                **which,
-            ),
-        )
+        Flow(job, step, show).run("judge")
 
 
-def _pick(step: Steps, store: Store, settings: Settings, request: JudgeRequest, show: Show) -> None:
-    """Claims and relevance, unrecorded. A dry run needs the candidates too, to count what judging them
-    would cost, but leaves new pairs pending before an LLM screen (it must call nothing)."""
-    from monitor.relevance import select_candidates
+def _pick(
+    store: Store,
+    settings: Settings,
+    request: JudgeRequest,
+    stop: StopFlag,
+    lock: RunLock | None,
+    show: Show,
+    *stages: str,
+) -> None:
+    """Claims, relevance and the LLM screen for every claim, unrecorded (a dry run leaves new pairs
+    pending before an LLM screen: it must call nothing); `show` sees relevance's and the screen's."""
 
-    step("claims", lambda: sync_claims(store, settings))
-    picked = step(
-        "relevance",
-        lambda: select_candidates(store, settings, screen=not request.dry_run, progress=request.progress),
-        shown=lambda picked: show("relevance", picked),
-    )
-    check_screened(picked, settings, "monitor judge")
+    def shown(stage: str, result: Any) -> None:
+        if stage != "claims" and result is not None:
+            show(stage, result)
+
+    job = make_job(store, settings, None, stop, "monitor judge", lock, progress=request.progress)
+    Flow(job, Steps(store, None, stop, lock), shown).run(*stages)
 
 
 def _estimate(
@@ -130,10 +135,8 @@ def _estimate(
         if screen_pairs:
             screened["after_screen"] = after_screen(store, settings, screen_pairs).as_dict()
         show("screen estimate", screened)
-    # The estimate at batch prices: on a copy, so the caller's settings say what its config says.
-    priced = settings.model_copy(update={"llm": settings.llm.model_copy(update={"batch": batch})})
     summary = judge_pending(
-        store, priced, judge=judge, force=request.force, claim_ids=request.claim_ids, dry_run=True
+        store, settings, judge, force=request.force, claim_ids=request.claim_ids, dry_run=True, batch=batch
     )
     pending = summary.pending + screen_pairs
     if request.alternatives or (request.alternatives is None and pending):

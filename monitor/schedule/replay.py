@@ -7,9 +7,10 @@ period's last day, and write that period's digest. No mail is sent.
 Idempotent and resumable: a period whose digest exists is done and skipped; every step of an
 unfinished period skips what it already did (stored papers, relevance marks, assessment cache keys,
 unchanged verdicts), so a replay killed anywhere is finished by running it again, with nothing doubled.
-Judging follows `monitor run`'s policy (pipeline.judge_step): when the token budget (the whole
-replay's) is spent or the judge answered nothing, the judged work is kept, that period gets no verdicts
-or digest, and the replay stops with exit 7 or 6; running it again resumes at that period.
+Each period takes the flow's stages from fetch to report (schedule/flow.py), with `monitor run`'s
+checks: when the token budget (the whole replay's) is spent or the judge answered nothing, the judged
+work is kept, that period gets no verdicts or digest, and the replay stops with exit 7 or 6; running
+it again resumes at that period.
 Replay into its own database (`--db`): digests are one per period, shared with live runs.
 """
 
@@ -30,18 +31,8 @@ from typing import Any, ClassVar, Literal
 
 from monitor.config import Settings
 from monitor.errors import InputError, MonitorError
+from monitor.schedule.flow import JUDGING, Fetch, Flow, Job, Scope, Steps, make_job
 from monitor.schedule.lock import RunLock, locked_run
-from monitor.schedule.pipeline import (
-    Assess,
-    Steps,
-    ask_step,
-    assess,
-    fetch_step,
-    outcomes_step,
-    report_step,
-    sync_claims,
-    verdicts_step,
-)
 from monitor.schedule.signals import StopFlag
 from monitor.store.db import Store
 from monitor.store.digests import digest_path
@@ -216,15 +207,16 @@ def replay(
         with locked_run(store, settings, "replay", stop.event, lock) as (run, held, _):
             summary = ReplaySummary(run_id=run.id, source=source, every=every)
             step = Steps(store, run, stop, held)
-            run.record(sync_claims(store, settings))
-            # One plan for every period: its judge is made once, and its `spent` carries the judge
-            # tokens of earlier periods, as the token budget is the whole replay's.
-            plan = Assess(again="monitor replay", provider=judge)
+            # One job for every period: its judge is made once, and its budget carries what earlier
+            # periods spent, as the token budget is the whole replay's.
+            job = make_job(store, settings, run, stop, "monitor replay", held, provider=judge)
+            Flow(job, step).run("claims")
             parts = split_snapshot(snapshot, periods, workdir)
             for period in periods:
-                step.check(f"period {summary.periods[-1].key}" if summary.periods else "claims")
+                if summary.periods:
+                    step.check(f"period {summary.periods[-1].key}")
                 part = parts[period.key] if parts else snapshot
-                result = _replay_period(step, store, settings, period, part, plan)
+                result = _replay_period(Flow(job, step), period, part)
                 summary.periods.append(result)
                 run.record(summary)
                 save_progress(store, run)
@@ -237,32 +229,26 @@ def replay(
     return summary
 
 
-def _replay_period(
-    step: Steps, store: Store, settings: Settings, period: Any, part: Path, plan: Assess
-) -> PeriodResult:
-    """One period: its papers, then the pipeline's steps with verdicts and digest as of its last day."""
+def _replay_period(flow: Flow, period: Any, part: Path) -> PeriodResult:
+    """One period: its papers, then the flow's stages to its digest, the verdicts as of its last day."""
+    job: Job = flow.job
     result = PeriodResult(period.key, period.start, period.end)
-    done = _done(store, period.key)
+    done = _done(job.store, period.key)
     if done is not None:
         result.skipped, result.digest = True, done
         return result
-    run, t0 = step.run, time.monotonic()
-    assert run is not None  # a replay is always recorded
-    window = {"since": period.start, "until": period.end}
-    result.papers_new = step("fetch", lambda: fetch_step(store, settings, str(part), **window)).new
-    # A spent budget, a judge that answered nothing or a stop request raises in `assess`: this period
-    # gets no verdicts or digest, so the rerun picks it up again.
-    picked, judged = assess(step, store, settings, plan)
-    plan.spent += judged.tokens
-    result.candidates, result.judged = picked.candidates_added, judged.judged
+    t0 = time.monotonic()
+    job.fetch = Fetch(str(part), period.start, period.end)
+    job.scope = Scope(period=period, as_of=period.end)  # judging: every pending pair, as `monitor run`
+    # A spent budget, a judge that answered nothing or a stop request raises here: this period gets no
+    # verdicts or digest, so the rerun picks it up again.
+    flow.run("fetch", *JUDGING)
     pause_at(f"replay:{period.key}:before_digest")  # test-only crash point
     # The verdicts at the period's end and the digest's outcomes are settled on one load of the
-    # evidence; the outcomes step records them, and the digest reads them.
-    changes = step("verdicts", lambda: verdicts_step(store, settings, run, as_of=period.end, period=period))
-    result.verdict_changes = len(changes)
-    step("outcomes", lambda: outcomes_step(store, settings, run.id, period, changes.outcomes))
-    asked = step("ask", lambda: ask_step(store, settings, run.id, period))
-    digest = step("report", lambda: report_step(store, settings, run.id, period, asked))
-    result.digest = str(digest.paths.get("md", ""))
+    # evidence; the outcomes stage records them, and the digest reads them.
+    done_by = flow.run("verdicts", "outcomes", "ask", "report")
+    result.papers_new, result.candidates = done_by["fetch"].new, done_by["relevance"].candidates_added
+    result.judged, result.verdict_changes = done_by["judge"].judged, len(done_by["verdicts"])
+    result.digest = str(done_by["report"].paths.get("md", ""))
     result.seconds = round(time.monotonic() - t0, 2)
     return result

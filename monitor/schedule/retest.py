@@ -1,11 +1,12 @@
 """`monitor retest`: judge the stored papers again after claims, prompts, the model or papers changed.
 
-Steps, under the run lock: re-import the claims (an edited claim gets a new id and the old one is
-retired, pointing to it), run relevance for the chosen claims (a new claim text has no relevance mark,
-so it is checked against every stored paper), judge what is pending (a new prompt or model means a new
-cache key, so everything is pending again; `--force` adds a new generation even when nothing changed),
-recompute verdicts, and compare each claim's verdict with the one before. Old assessments stay in the
-store as history (the runner marks them not current; it never overwrites them).
+The flow's stages from claims to verdicts (schedule/flow.py), under the run lock: re-import the claims
+(an edited claim gets a new id and the old one is retired, pointing to it), run relevance and the screen
+for the chosen claims (a new claim text has no relevance mark, so it is checked against every stored
+paper), judge what is pending (a new prompt or model means a new cache key, so everything is pending
+again; `--force` adds a new generation even when nothing changed), recompute verdicts, and compare each
+claim's verdict with the one before. Old assessments stay in the store as history (the runner marks
+them not current; it never overwrites them).
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from typing import Any, ClassVar
 
 from monitor.config import Settings
 from monitor.errors import NotFound
+from monitor.schedule.flow import JUDGING, Flow, Scope, Steps, make_job
 from monitor.schedule.lock import RunLock, locked_run
-from monitor.schedule.pipeline import Assess, Steps, assess, sync_claims, verdicts_step
 from monitor.schedule.signals import StopFlag
 from monitor.store.claims import active_claims, active_claims_of_line, successors
 from monitor.store.db import Store
@@ -135,23 +136,17 @@ def retest(
     stop = stop or StopFlag(again="monitor retest")
     began = time.monotonic()
     with locked_run(store, settings, "retest", stop.event, lock) as (run, held, _):
-        step = Steps(store, run, stop, held)
         before = {v.claim_id: v.status for v in current_verdicts(store)}
-        step("claims", lambda: sync_claims(store, settings))
+        job = make_job(store, settings, run, stop, "monitor retest", held, provider=judge)
+        flow = Flow(job, Steps(store, run, stop, held))
+        flow.run("claims")  # an edited claim gets its new id here
         targets = resolve_claims(store, claim_ids, line_id)
-        plan = Assess(
-            again="monitor retest",
-            provider=judge,
-            claim_ids=targets,
-            since=since,
-            force=force,
-            retry_parked=True,  # a retest is the moment to ask parked pairs again
-        )
-        # Verdicts move only on finished judging (pipeline.judge_step raises otherwise; a rerun resumes).
-        _, summary = assess(step, store, settings, plan)
-        step("verdicts", lambda: verdicts_step(store, settings, run))
+        # A retest is the moment to ask parked pairs again. Verdicts move only on finished judging (the
+        # judge stage's check raises otherwise; a rerun resumes).
+        job.scope = Scope(claim_ids=targets, since=since, force=force, retry_parked=True)
+        done = flow.run(*JUDGING, "verdicts")
         rows = _compare(store, before, targets)
-        result = RetestResult(run.id, len(rows), summary.judged, rows, dict(run.counts))
+        result = RetestResult(run.id, len(rows), done["judge"].judged, rows, dict(run.counts))
         run.record(result)
     result.seconds = time.monotonic() - began
     return result

@@ -31,7 +31,7 @@ ERROR_CHARS = 300  # one error line in `runs.errors`
 @runtime_checkable
 class StageCounts(Protocol):
     """What a stage returns about its work: its counts go into the run's row under `stage`. The stage
-    returns it and the caller records it (`RunRecord.record`; `pipeline.Steps` does for every step)."""
+    returns it and the caller records it (`RunRecord.record`; `flow.Steps` does for every step)."""
 
     stage: ClassVar[str]
 

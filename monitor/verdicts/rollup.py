@@ -234,7 +234,7 @@ def with_decision(item: EvidenceItem, decision: Decision) -> EvidenceItem:
 class OutcomesNotStored(RuntimeError):
     """A reader asked for outcomes the verdicts stage did not store for the evidence as it is now: the
     caller skipped `settle_outcomes` for those dates (a programming error, never the user's). Readers
-    never settle: the entry point does, once (schedule/pipeline.py `outcomes_step`)."""
+    never settle: the entry point does, once (the outcomes stage, schedule/flow.py)."""
 
 
 @dataclass
