@@ -339,7 +339,7 @@ def test_a_pair_another_run_writes_mid_call_stands_and_the_call_writes_the_rest(
     unit = pending_units(store, judge)[0]
     theirs = unit.pairs[1]
     other_run: dict[str, Any] = {
-        "cache_key": theirs.key,
+        "cache_key": theirs.ref,
         "generation": 0,
         "arxiv_id": unit.paper.arxiv_id,
         "version": unit.paper.version,

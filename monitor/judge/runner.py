@@ -112,7 +112,7 @@ def judge_pending(
         try:
             _run_units(units, judge, settings, recorder, writer, progress, should_stop)
         finally:
-            settle(summary, recorder, settings, judge, batch=False)
+            count_usage(summary, recorder, settings, judge, batch=False)
             summary.warnings.extend(_notes(judge, settings, summary, writer))
         if policy is not None and not summary.budget_exhausted and not summary.judge_unavailable:
             _second_looks(store, settings, summary, run_id, should_stop, claim_ids)
@@ -194,7 +194,7 @@ def _notes(judge: Judge, settings: Settings, summary: JudgeSummary, writer: Asse
     return notes
 
 
-def settle(
+def count_usage(
     summary: JudgeSummary,
     recorder: ExchangeRecorder,
     settings: Settings,
