@@ -20,13 +20,13 @@ from rich.console import Console
 from schema_fixtures import load_schema
 from sqlalchemy import func, select
 
+from monitor.cli.show.runs import print_runs
 from monitor.config import Settings
 from monitor.errors import ConfigError
 from monitor.judge.base import Judge, Judgement
 from monitor.judge.openai_judge import OpenAIJudge
 from monitor.judge.runner import judge_pending
 from monitor.llm.texts import ClaimText, PaperText
-from monitor.schedule.show import print_runs
 from monitor.store.db import Store
 from monitor.store.models import Assessment, Candidate, Claim, Paper, PaperVersion
 from monitor.store.records import LLMExchange, Run
