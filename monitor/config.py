@@ -413,7 +413,7 @@ class WebhookSettings(Section):
 
 
 class ReportSettings(Section):
-    period: Literal["week", "month"] = "week"
+    period: Literal["week", "month"] = "week"  # a spec for report/digest.py choose_period, not a Period
     formats: list[Literal["md", "html"]] = Field(default_factory=lambda: ["md"])
     email: bool = False
     templates_dir: Path | None = None  # digest.*.j2 placed here override the shipped templates

@@ -55,17 +55,21 @@ def settled_ask(store: Store, settings: Settings, period: Period, run_id: int | 
 def settled_write(
     store: Store,
     settings: Settings,
-    period: str | Period | None = "week",
+    period: Period | str | None = "week",
     since: dt.date | None = None,
     until: dt.date | None = None,
     today: dt.date | None = None,
     follow_store: bool = True,
     **kw: Any,
 ) -> DigestResult:
-    """`write_digest` as the pipeline's steps run it: the period's outcomes settled first (the outcomes
-    step, report/gather.py `settle_period`), then the digest written, a reader of them. `kw`: formats,
-    run_id, asked."""
-    chosen = choose_period(store, period, since, until, today, follow_store)
+    """`write_digest` as the pipeline's steps run it: the period chosen (a `Period`, or a spec such as
+    "week" or "2026-W11" for `choose_period`), its outcomes settled first (the outcomes step,
+    report/gather.py `settle_period`), then the digest written, a reader of them. `kw`: formats, run_id,
+    asked."""
+    if isinstance(period, Period):
+        chosen = period
+    else:
+        chosen = choose_period(store, period, since, until, today, follow_store)
     settle_period(store, settings, chosen, kw.get("run_id"))
     return write_digest(store, settings, chosen, **kw)
 

@@ -20,13 +20,13 @@ from rich.console import Console
 from schema_fixtures import load_schema
 from sqlalchemy import func, select
 
+from monitor.cli.show.runs import print_runs
 from monitor.config import Settings
 from monitor.errors import ConfigError
 from monitor.judge.base import Judge, Judgement
 from monitor.judge.openai_judge import OpenAIJudge
 from monitor.judge.runner import judge_pending
 from monitor.llm.texts import ClaimText, PaperText
-from monitor.schedule.show import print_runs
 from monitor.store.db import Store
 from monitor.store.models import Assessment, Candidate, Claim, Paper, PaperVersion
 from monitor.store.records import LLMExchange, Run
@@ -339,7 +339,7 @@ def test_a_pair_another_run_writes_mid_call_stands_and_the_call_writes_the_rest(
     unit = pending_units(store, judge)[0]
     theirs = unit.pairs[1]
     other_run: dict[str, Any] = {
-        "cache_key": theirs.key,
+        "cache_key": theirs.ref,
         "generation": 0,
         "arxiv_id": unit.paper.arxiv_id,
         "version": unit.paper.version,

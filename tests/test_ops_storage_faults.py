@@ -199,18 +199,19 @@ def test_a_digest_row_that_cannot_be_saved_leaves_no_new_file(tmp_path, sqlite_u
     settings = trusted_settings()
     settings.paths.reports = tmp_path / "reports"
     # The period's outcomes stored before the lock, so the digest gets as far as its own row.
-    settle_period(store, settings, resolve_period("2026-W11"))
+    week = resolve_period("2026-W11")
+    settle_period(store, settings, week)
     holder = sqlite3.connect(tmp_path / "monitor.db")
     holder.execute("BEGIN IMMEDIATE")
     try:
         with pytest.raises(DatabaseBusy):
-            write_digest(store, settings, "2026-W11", formats=["html"])
+            write_digest(store, settings, week, formats=["html"])
     finally:
         holder.rollback()
         holder.close()
     assert list((tmp_path / "reports").iterdir()) == []  # neither file, no temp file
     assert digests(sqlite_url) == 0
-    write_digest(store, settings, "2026-W11", formats=["html"])  # the lock gone, the rerun writes all
+    write_digest(store, settings, week, formats=["html"])  # the lock gone, the rerun writes all
     store.close()
     assert digests(sqlite_url) == 1
     assert {p.name for p in (tmp_path / "reports").iterdir()} == {

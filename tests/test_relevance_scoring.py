@@ -125,19 +125,25 @@ def test_select_pairs_respects_cuts_caps_and_marks() -> None:
     assert select_pairs(scores, cuts, eligible, 1.0, min_score=0.95) == []
 
 
-def test_learned_cuts_are_bounded_and_unchanged_by_eviction(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A long-lived process (the daemon) keeps at most LEARNED_CUTS_KEPT cuts; an evicted one is
-    learned again to the same value."""
+def test_learned_cuts_are_bounded_and_unchanged_by_eviction() -> None:
+    """A long-lived process (the daemon) keeps the cuts of at most LEARNED_CUT_SETS_KEPT claim sets; a
+    subset of a set's claims reads its cuts, and an evicted set is learned again to the same values."""
     from monitor.relevance import reference
 
-    monkeypatch.setattr(reference, "LEARNED_CUTS_KEPT", 2)
-    monkeypatch.setattr(reference, "_learned", reference.OrderedDict())
-    claims = [
-        ClaimQuery(f"c{i}", text, f"h{i}")
-        for i, text in enumerate(["sparse attention scales", "reward models overfit", "tokenizers leak"])
-    ]
-    scorer = RelevanceScorer(RelevanceSettings(method="bm25"), claims)
-    first = reference.claim_cuts(scorer, 0.02)
-    assert len(first) == 3 and len(reference._learned) == 2
-    assert reference.claim_cuts(scorer, 0.02, claims=[0]).tolist() == first[:1].tolist()
-    assert len(reference._learned) == 2
+    def scorer(*texts: str) -> RelevanceScorer:
+        claims = [ClaimQuery(f"c{i}", text, f"h{i}") for i, text in enumerate(texts)]
+        return RelevanceScorer(RelevanceSettings(method="bm25"), claims)
+
+    reference._learned.cache_clear()
+    texts = ("sparse attention scales", "reward models overfit", "tokenizers leak")
+    first = reference.claim_cuts(scorer(*texts), 0.02)
+    assert len(first) == 3 and reference._learned.cache_info().misses == 1
+    # The same claims again, another scorer object: read, and a subset is the set's own rows.
+    assert reference.claim_cuts(scorer(*texts), 0.02, claims=[2, 0]).tolist() == first[[2, 0]].tolist()
+    assert reference._learned.cache_info().hits == 1
+    for n in range(reference.LEARNED_CUT_SETS_KEPT):  # as many other claim sets: the first is evicted
+        reference.claim_cuts(scorer(f"claim number {n} on retrieval"), 0.02)
+    assert reference._learned.cache_info().currsize == reference.LEARNED_CUT_SETS_KEPT
+    again = reference.claim_cuts(scorer(*texts), 0.02)
+    assert again.tolist() == first.tolist()
+    assert reference._learned.cache_info().misses == 2 + reference.LEARNED_CUT_SETS_KEPT

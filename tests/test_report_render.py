@@ -391,7 +391,8 @@ def test_latex_and_markdown_emphasis_read_as_text_in_every_format(lite, capsys) 
     """arXiv's LaTeX and the claims' Markdown emphasis never reach a reader as syntax."""
     from rich.console import Console
 
-    from monitor.verdicts.show import claim_detail, print_claim
+    from monitor.cli.show.verdicts import print_claim
+    from monitor.verdicts.detail import claim_detail
 
     w = World(lite)
     w.line("rl", "What does RL change?")

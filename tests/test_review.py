@@ -24,8 +24,8 @@ from monitor.report.render import render
 from monitor.review.queue import REASONS, decisions, export_pairs, record, review_queue
 from monitor.review.terminal import highlighted, walk
 from monitor.store import SCHEMA_VERSION, open_store
+from monitor.verdicts.detail import claim_detail
 from monitor.verdicts.rollup import compute_verdicts, current_verdicts
-from monitor.verdicts.show import claim_detail
 
 ABSTRACT = "We train with RL. Contrary to prior work, RL updates most parameters densely across layers."
 QUOTE = "RL updates most parameters densely across layers"
@@ -143,7 +143,7 @@ def test_the_embedded_judge_is_named_embedded_in_the_queue_and_in_monitor_show(s
     """Its assessments are stored under its old name "local" (their cache keys); output says "embedded"."""
     from rich.console import Console
 
-    from monitor.verdicts.show import print_claim
+    from monitor.cli.show.verdicts import print_claim
 
     settings = trusted_settings()
     w = world(store)

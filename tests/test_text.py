@@ -1,4 +1,5 @@
-"""Control characters, NULs and lone surrogates in what users and arXiv hand us (monitor/text.py).
+"""Control characters, NULs and lone surrogates in what users and arXiv hand us (monitor/text.py), and the
+one tokeniser and stop-word list the word-level checks share.
 
 Papers are covered per source in tests/test_sources_*.py; here the rule itself, and claim files: a
 NUL or a lone surrogate in a claim file is a bad input (exit 3, file:line, nothing imported), other
@@ -18,7 +19,7 @@ from sqlalchemy import func, select
 
 from monitor.store import open_store
 from monitor.store.models import Claim, Line
-from monitor.text import printable, unprintable, unstorable
+from monitor.text import STOP_WORDS, content_words, printable, unprintable, unstorable, words
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -39,6 +40,29 @@ def test_printable_keeps_text_tabs_and_newlines_and_drops_every_control_characte
 CLAIM_FILE = (
     'question: "Does X hold?"\nclaims:\n  - text: "A first claim."\n  - text: "{bad}"\n    date: 2025-01\n'
 )
+
+
+def test_a_word_is_a_run_of_letters_and_digits_of_any_script() -> None:
+    text = "Naïve RLVR-trained f_θ beats GPT-4 (by 3.5%) on α-tasks"
+    assert words(text) == [
+        "naïve", "rlvr", "trained", "f", "θ", "beats", "gpt", "4", "by", "3", "5", "on", "α", "tasks"
+    ]  # fmt: skip
+    assert words(text, lower=False)[:3] == ["Naïve", "RLVR", "trained"]  # as written, for a reader
+    assert words("chain-of-thought and GPT-4o, not well- or ill-posed", hyphenated=True) == [
+        "chain-of-thought", "and", "gpt-4o", "not", "well", "or", "ill-posed"
+    ]  # fmt: skip
+    assert words("") == [] and words("-- … ___") == []
+
+
+def test_content_words_drop_the_one_stop_word_list_only() -> None:
+    said = "How far can RL go without the data of its own?"
+    assert content_words(said) == ["far", "rl", "go", "data", "own"]
+    said = "The state-of-the-art is not enough"
+    assert content_words(said, hyphenated=True) == ["state-of-the-art", "enough"]
+    # Every word a check dropped before they shared one list: the source check's, the anchor title check's,
+    # the search terms' function words, and bm25s's English list.
+    assert {"between", "vs", "via", "whether", "if", "there", "without"} <= STOP_WORDS
+    assert not {"model", "paper", "results", "using"} & STOP_WORDS  # domain words: the search terms' own
 
 
 @pytest.mark.parametrize(

@@ -12,13 +12,14 @@ from rich.console import Console
 from schema_fixtures import load_schema
 from sqlalchemy import create_engine
 
+from monitor.cli.show.verdicts import print_claim, print_verdicts
 from monitor.report.period import resolve_period
 from monitor.report.render import render
 from monitor.store import open_store
 from monitor.store.verdicts import verdict_history
+from monitor.verdicts.detail import claim_detail
 from monitor.verdicts.rollup import compute_verdicts, current_verdicts
 from monitor.verdicts.rules import MEANINGS, Thresholds, strength_scale
-from monitor.verdicts.show import claim_detail, print_claim, print_verdicts
 
 WEEK = resolve_period("2026-W11")
 

@@ -146,7 +146,7 @@ def test_retired_claims_get_no_verdict_and_run_counts_are_recorded(store) -> Non
 
 
 def test_show_explains_what_does_not_count(store) -> None:
-    from monitor.verdicts.show import claim_detail
+    from monitor.verdicts.detail import claim_detail
 
     w = make(store)
     w.paper("2504.00001", "Older", dt.date(2025, 4, 1))
@@ -197,8 +197,9 @@ def test_an_undated_note_takes_its_lines_findings_span(store) -> None:
 def test_show_lists_an_ambiguous_prefix_and_prints_whole_quotes(store) -> None:
     from rich.console import Console
 
+    from monitor.cli.show.verdicts import print_claim
     from monitor.errors import UsageError
-    from monitor.verdicts.show import claim_detail, print_claim
+    from monitor.verdicts.detail import claim_detail
 
     w = make(store)
     w.claim("c2", "Another claim", ("rl",))

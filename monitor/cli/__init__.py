@@ -2,8 +2,8 @@
 
 One module a command group: `claims` (init, seeds, lines, claims), `doctor`, `sources` (fetch, anchors),
 `judging` (relevance, judge, eval), `reports` (verdicts, show, report), `operations` (run, runs,
-retest, daemon, replay), `review` and `web` (serve). Commands print with rich and raise MonitorError
-for the user; `main` turns that into one line on stderr and the error's exit code.
+retest, daemon, replay), `review` and `web` (serve); what they print is in `show/`. Commands print with
+rich and raise MonitorError for the user; `main` turns that into one line on stderr and the error's exit code.
 """
 
 from __future__ import annotations

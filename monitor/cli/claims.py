@@ -87,7 +87,7 @@ def init_command(
 
     _first_claims(settings.paths.seeds, example)
     if _claim_files(settings.paths.seeds) and not no_import:
-        from monitor.claims.show import print_import
+        from monitor.cli.show.claims import print_import
 
         print_import(console, import_claims(store, settings))
     else:
@@ -154,7 +154,7 @@ def seeds_example_command(
     """Copy the shipped seed exports (the research library's 5 exports, 35 claims) into the seeds folder
     and import them; files already there are kept. `monitor run --source sample` then has claims."""
     from monitor.claims.importer import import_claims
-    from monitor.claims.show import print_import
+    from monitor.cli.show.claims import print_import
 
     app_ctx = ctx_of(ctx)
     seeds = app_ctx.settings.paths.seeds
@@ -201,7 +201,7 @@ def seeds_import_command(
     import json
 
     from monitor.claims.importer import import_claims
-    from monitor.claims.show import print_import
+    from monitor.cli.show.claims import print_import
 
     app_ctx = ctx_of(ctx)
     report = import_claims(
@@ -230,7 +230,7 @@ def lines_command(
     import json
 
     from monitor.claims.listing import count_lines, list_lines, require_claims
-    from monitor.claims.show import print_lines
+    from monitor.cli.show.claims import print_lines
 
     store = ctx_of(ctx).existing_store
     require_claims(store)
@@ -258,7 +258,7 @@ def claims_command(
     import json
 
     from monitor.claims.listing import list_claims, require_claims
-    from monitor.claims.show import print_claims
+    from monitor.cli.show.claims import print_claims
 
     store = ctx_of(ctx).existing_store
     require_claims(store)

@@ -24,6 +24,7 @@ err_console = Console(stderr=True)
 DATE = ["%Y-%m-%d"]  # the day format of every --since / --until / --from / --to option
 
 JUDGE_HELP = "embedded | openai (default: judge.provider from the config)."
+FORMATS = ("md", "html")  # the digest's --format values
 
 
 def judge_choice(value: str | None) -> str | None:
@@ -35,6 +36,16 @@ def judge_choice(value: str | None) -> str | None:
     if value is not None and value not in PROVIDERS:
         raise typer.BadParameter(f"{value!r} is not one of {', '.join(PROVIDERS)}", param_hint="--judge")
     return value
+
+
+def check_formats(values: list[str] | None) -> list[str] | None:
+    """The --format values, or a usage error naming the bad one."""
+    if not values:
+        return None
+    for value in values:
+        if value not in FORMATS:
+            raise typer.BadParameter(f"{value!r} is not one of {', '.join(FORMATS)}", param_hint="--format")
+    return list(values)
 
 
 def judge_or_old_name(judge: str | None, provider: str | None) -> str | None:

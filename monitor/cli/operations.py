@@ -33,8 +33,8 @@ def run_command(
     One run at a time per database: a second exits with code 75 (or waits: schedule.on_lock_held).
     SIGTERM/SIGINT stop after the current step (exit 130); a rerun finishes what a killed run left.
     """
+    from monitor.cli.show.runs import print_outcome
     from monitor.schedule.pipeline import RunOptions, run_once
-    from monitor.schedule.show import print_outcome
     from monitor.schedule.signals import StopFlag, graceful_stop
 
     app_ctx = ctx_of(ctx)
@@ -96,7 +96,7 @@ def runs_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Recorded runs: status, timing, counts, tokens and errors."""
-    from monitor.schedule.show import print_runs
+    from monitor.cli.show.runs import print_runs
     from monitor.store.runs import list_runs
 
     print_runs(console, list_runs(ctx_of(ctx).existing_store, limit), as_json)
@@ -120,8 +120,8 @@ def retest_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Re-judge stored papers after claims, prompts, the model or papers changed; show verdicts that moved."""
+    from monitor.cli.show.runs import print_retest
     from monitor.schedule.retest import retest
-    from monitor.schedule.show import print_retest
     from monitor.schedule.signals import StopFlag, graceful_stop
 
     app_ctx = ctx_of(ctx)
@@ -169,8 +169,8 @@ def replay_command(
     """
     from pathlib import Path
 
+    from monitor.cli.show.runs import print_period, print_replay
     from monitor.schedule.replay import replay
-    from monitor.schedule.show import print_period, print_replay
     from monitor.schedule.signals import StopFlag, graceful_stop
 
     if every not in ("week", "month"):

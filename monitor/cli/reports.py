@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from monitor.cli.context import DATE, console, ctx_of, day
+from monitor.cli.context import DATE, check_formats, console, ctx_of, day
 
 app = typer.Typer()
 
@@ -24,9 +24,9 @@ def verdicts_command(
     ] = False,
 ) -> None:
     """The current verdict table (recomputed from the current assessments first)."""
+    from monitor.cli.show.verdicts import print_verdicts
     from monitor.store.runs import recorded_run
     from monitor.verdicts.rollup import compute_verdicts, current_verdicts
-    from monitor.verdicts.show import print_verdicts
 
     app_ctx = ctx_of(ctx)
     if not no_refresh:
@@ -43,7 +43,8 @@ def show_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text and tables.")] = False,
 ) -> None:
     """One claim: text, date, lines, evidence (counted or not, and why) and verdict history."""
-    from monitor.verdicts.show import claim_detail, print_claim
+    from monitor.cli.show.verdicts import print_claim
+    from monitor.verdicts.detail import claim_detail
 
     app_ctx = ctx_of(ctx)
     detail = claim_detail(app_ctx.existing_store, app_ctx.settings, claim_id)
@@ -86,7 +87,7 @@ def report_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print what was written as JSON.")] = False,
 ) -> None:
     """Write the digest for a period (default: the last complete ISO week); optionally mail and post it."""
-    from monitor.report.show import check_formats, print_digest_result
+    from monitor.cli.show.digest import print_digest_result
     from monitor.schedule.reporting import ReportRequest, report_once
 
     app_ctx = ctx_of(ctx)

@@ -78,7 +78,7 @@ def anchors_command(
     import json
 
     from monitor.claims.listing import list_anchors, require_claims
-    from monitor.claims.show import print_anchors
+    from monitor.cli.show.claims import print_anchors
 
     store = ctx_of(ctx).existing_store
     require_claims(store)

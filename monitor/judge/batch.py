@@ -19,7 +19,7 @@ from monitor.config import Settings
 from monitor.errors import ConfigError, JudgeError
 from monitor.judge.base import Judge
 from monitor.judge.openai_judge import OpenAIJudge
-from monitor.judge.runner import settle
+from monitor.judge.runner import count_usage
 from monitor.judge.work import JudgeSummary, estimate_judge_units, pending_units
 from monitor.judge.writer import AssessmentWriter
 from monitor.llm.engine import BatchRun
@@ -63,5 +63,5 @@ def run_batch(
             raise JudgeError(f"Batch API: {judge.transport.describe(exc)}") from None
         finally:
             # Batch calls cost half, whatever llm.batch says.
-            settle(summary, recorder, settings, judge, batch=True)
+            count_usage(summary, recorder, settings, judge, batch=True)
     return summary

@@ -34,6 +34,7 @@ from monitor.errors import ConfigError
 from monitor.judge.base import LABELS, Judge, Judgement, Label
 from monitor.judge.sentences import Sentence, split_sentences
 from monitor.llm.texts import ClaimText, PaperText, Recorder
+from monitor.text import words
 
 if TYPE_CHECKING:
     import onnxruntime as ort
@@ -126,13 +127,10 @@ def sentence_overlap(lexicon: Lexicon, claim: str, sentences: Sequence[str]) -> 
     tokens = tokenize([claim, *sentences])
     claim_words = set(tokens[0])
     out = []
-    for words in tokens[1:]:
-        shared = sorted(claim_words & set(words), key=lambda w: -lexicon.idf(w))
+    for sentence in tokens[1:]:
+        shared = sorted(claim_words & set(sentence), key=lambda w: -lexicon.idf(w))
         out.append((sum(lexicon.idf(w) for w in shared), shared))
     return out
-
-
-_WORD = re.compile(r"[^\W_]+")
 
 
 def surface_words(text: str, stems: Sequence[str]) -> list[str]:
@@ -141,9 +139,9 @@ def surface_words(text: str, stems: Sequence[str]) -> list[str]:
     from monitor.relevance.bm25 import tokenize
 
     # Each word once, as first written ("RLVR" stays "RLVR"); the stemmer lower-cases it itself.
-    words = list({w.lower(): w for w in reversed(_WORD.findall(text))}.values())[::-1]
+    unique = list({w.lower(): w for w in reversed(words(text, lower=False))}.values())[::-1]
     written: dict[str, str] = {}
-    for word, stemmed in zip(words, tokenize(words), strict=True):
+    for word, stemmed in zip(unique, tokenize(unique), strict=True):
         for stem in stemmed:
             written.setdefault(stem, word)
     return [written[s] for s in stems if s in written]
@@ -343,10 +341,10 @@ class EmbeddedJudge(Judge):
             where = "The abstract has no sentence to compare with the claim"
         else:
             text = sentences[pair.best].text
-            words = surface_words(text, pair.shared[:4])
+            shared = surface_words(text, pair.shared[:4])
             where = f"Sentence {pair.best + 1} of {len(sentences)} comes closest to the claim"
-            if words:
-                where += f", sharing the word{'s' if len(words) > 1 else ''} {quoted(words)}"
+            if shared:
+                where += f", sharing the word{'s' if len(shared) > 1 else ''} {quoted(shared)}"
             else:
                 where += "; it shares no key word with it"
             cues = sorted({m.group(0).lower() for m in _CUES.finditer(text)})

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from monitor.judge.base import Judgement
 from monitor.llm.texts import PaperText
+from monitor.text import words
 
 UNGROUNDED_CONFIDENCE_FACTOR = 0.5
 MIN_QUOTE_WORDS = 4  # a clause: "1", "Table 2" or "GRPO" prove nothing
@@ -46,7 +47,6 @@ _TYPOGRAPHY = str.maketrans(
 )
 _SPACE = re.compile(r"\s+")
 _ELISION = re.compile(r"\.\.\.|…|\[\s*\.\.\.\s*\]")
-_WORD = re.compile(r"\w+")
 # Quote marks and trailing punctuation a model often adds around a quote.
 _EDGES = "\"' .,;:…"
 
@@ -83,11 +83,11 @@ def quote_problem(quote: str, paper: PaperText, claim: str | None = None) -> str
         return "no quote"
     if quote not in normalise(paper.title) and quote not in normalise(paper.abstract):
         return "elided" if _ELISION.search(quote) else "not found"
-    words = _WORD.findall(quote)
-    if len(words) < MIN_QUOTE_WORDS or len(quote) < MIN_QUOTE_CHARS:
+    said = words(quote)
+    if len(said) < MIN_QUOTE_WORDS or len(quote) < MIN_QUOTE_CHARS:
         return "too short"
     if claim is not None:
         claim_text = normalise(claim)
-        if quote in claim_text or set(words) <= set(_WORD.findall(claim_text)):
+        if quote in claim_text or set(said) <= set(words(claim_text)):
             return "claim's own words"
     return ""

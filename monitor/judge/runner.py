@@ -118,7 +118,7 @@ def judge_pending(
         try:
             _run_units(units, judge, settings, recorder, writer, progress, should_stop, budget)
         finally:
-            settle(summary, recorder, settings, judge, batch=False)
+            count_usage(summary, recorder, settings, judge, batch=False)
             summary.warnings.extend(_notes(judge, settings, summary, writer, budget))
         if policy is not None and not summary.budget_exhausted and not summary.judge_unavailable:
             _second_looks(store, settings, summary, run_id, should_stop, claim_ids, budget)
@@ -196,7 +196,7 @@ def _notes(
     return notes
 
 
-def settle(
+def count_usage(
     summary: JudgeSummary,
     recorder: ExchangeRecorder,
     settings: Settings,

@@ -119,7 +119,7 @@ class SecondLooker:
 
     def unit_question(self, unit: WorkUnit) -> Question[list[Judgement]]:
         pair = unit.pairs[0]
-        return self.question(unit.paper, pair.claim, self.firsts[pair.key])
+        return self.question(unit.paper, pair.claim, self.firsts[pair.ref])
 
     def look(self, unit: WorkUnit, recorder: Recorder | None) -> tuple[Judgement, int | None]:
         answers, exchange_id = self.transport.ask(self.unit_question(unit), unit.label, recorder)
@@ -189,11 +189,11 @@ class SecondLookWriter:
 
     def write(self, unit: WorkUnit, second: Judgement, exchange_id: int | None) -> None:
         pair = unit.pairs[0]
-        first = self.looker.firsts[pair.key]
+        first = self.looker.firsts[pair.ref]
         grounding = ground(second, unit.paper, pair.claim.text)
         agrees = second.label == first.label
         row: dict[str, Any] = {
-            "assessment_id": int(pair.key),
+            "assessment_id": int(pair.ref),
             "model": self.looker.model,
             "prompt_version": self.looker.prompt_version,
             "label": second.label,
@@ -275,7 +275,7 @@ def second_look_pending(
         looker = looker or SecondLooker(settings)
         recorder = ExchangeRecorder(store, run_id)
         for unit, first, _ in pending:
-            looker.firsts[unit.pairs[0].key] = first
+            looker.firsts[unit.pairs[0].ref] = first
         units = [unit for unit, _, _ in pending]
         estimate_second_looks(units, looker)
         writer = SecondLookWriter(store, looker, summary, run_id)

@@ -97,7 +97,7 @@ class AssessmentWriter:
         """Write the answered pairs of one paper in one transaction; count them once it commits."""
         if not answered:
             return
-        keys = [pair.key for pair, _ in answered]
+        keys = [pair.ref for pair, _ in answered]
         written: list[tuple[Judgement, bool]] = []
         skipped = 0
         with self.store.session() as session:
@@ -107,11 +107,11 @@ class AssessmentWriter:
                 generations, done = dict.fromkeys(keys, 0), judged_among(session, keys)
             rows = []
             for pair, judgement in answered:
-                if pair.key in done:
+                if pair.ref in done:
                     skipped += 1
                     continue
                 grounding = ground(judgement, paper, pair.claim.text)
-                rows.append(self._row(paper, pair, judgement, grounding, generations[pair.key]))
+                rows.append(self._row(paper, pair, judgement, grounding, generations[pair.ref]))
                 written.append((judgement, grounding.grounded))
             add_current(session, rows)
             clear_failures(session, [r["cache_key"] for r in rows])  # answered at last: unparked
@@ -125,7 +125,7 @@ class AssessmentWriter:
         self, paper: PaperText, pair: Pair, judgement: Judgement, grounding: Grounding, generation: int
     ) -> dict[str, object]:
         return {
-            "cache_key": pair.key,
+            "cache_key": pair.ref,
             "generation": generation,
             "arxiv_id": paper.arxiv_id,
             "version": paper.version,
@@ -155,7 +155,7 @@ class AssessmentWriter:
     def pair_failed(self, paper: PaperText, pair: Pair, message: str) -> None:
         """Count a failure that is the pair's own (not the server's); park it when it has had enough."""
         failed = FailedPair(
-            pair.key,
+            pair.ref,
             paper.arxiv_id,
             paper.version,
             pair.claim.id,

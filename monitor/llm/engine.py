@@ -141,7 +141,7 @@ def _section_state(section: Section) -> dict[str, Any]:
             "abstract": paper.abstract,
         },
         "pairs": [
-            {"id": p.claim.id, "text": p.claim.text, "date_text": p.claim.date_text, "key": p.key}
+            {"id": p.claim.id, "text": p.claim.text, "date_text": p.claim.date_text, "key": p.ref}
             | ({"text_hash": p.text_hash} if p.text_hash else {})
             for p in section.pairs
         ],
@@ -160,8 +160,8 @@ def _all_pairs(state: dict[str, Any]) -> list[dict[str, Any]]:
     return [p for section in state.get("sections", [state]) for p in section["pairs"]]
 
 
-def _pair_key(pair: dict[str, Any]) -> str:
-    # Batches submitted before one engine named the judge's key "cache_key".
+def _pair_ref(pair: dict[str, Any]) -> str:
+    # A batch row records a pair's `ref` as "key"; batches submitted before one engine, as "cache_key".
     return str(pair.get("key") or pair.get("cache_key") or "")
 
 
@@ -169,7 +169,7 @@ def unit_from_state(state: dict[str, Any]) -> WorkUnit:
     sections = []
     for section in state.get("sections", [state]):
         pairs = [
-            Pair(ClaimText(p["id"], p["text"], p.get("date_text")), _pair_key(p), p.get("text_hash", ""))
+            Pair(ClaimText(p["id"], p["text"], p.get("date_text")), _pair_ref(p), p.get("text_hash", ""))
             for p in section["pairs"]
         ]
         sections.append(Section(PaperText(**section["paper"]), pairs))
@@ -228,11 +228,11 @@ class BatchRun(Generic[A]):
     def not_carried(self, units: list[WorkUnit]) -> list[WorkUnit]:
         """`units` less the pairs an open batch of the stage already carries (never sent twice)."""
         rows = batches.open_batches(self.store, self.stage)
-        carried = {_pair_key(p) for row in rows for state in row.requests.values() for p in _all_pairs(state)}
+        carried = {_pair_ref(p) for row in rows for state in row.requests.values() for p in _all_pairs(state)}
         kept = []
         for unit in units:
             for section in unit.sections:
-                section.pairs = [p for p in section.pairs if p.key not in carried]
+                section.pairs = [p for p in section.pairs if p.ref not in carried]
             unit.sections = [s for s in unit.sections if s.pairs]
             if unit.sections:
                 kept.append(unit)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -38,17 +38,32 @@ def reference_papers(path: Path = REFERENCE_PAPERS) -> tuple[tuple[PaperDoc, ...
     return papers, tuple(tokenize([paper_text(p.title, p.abstract) for p in papers]))
 
 
-# Learned cuts by (settings, share, claim query): a weekly replay asks for the same ones every period.
-# Bounded, least recently used out first: a daemon that sees claims edited for months must not grow.
-LEARNED_CUTS_KEPT = 4096
-_learned: OrderedDict[tuple[str, float, str], float] = OrderedDict()
+# Learned cuts are kept for this many claim sets (a scorer's settings and every claim query, with the
+# shares asked for): a weekly replay asks for the same ones every period, and a daemon that sees claims
+# edited for months must not grow. Least recently used out first (functools.lru_cache).
+LEARNED_CUT_SETS_KEPT = 8
 
 
-def _remember(key: tuple[str, float, str], cut: float) -> None:
-    _learned[key] = cut
-    _learned.move_to_end(key)
-    while len(_learned) > LEARNED_CUTS_KEPT:
-        _learned.popitem(last=False)
+@dataclass(frozen=True)
+class _ClaimSet:
+    """A scorer as a cache key: known by what its scores depend on (`setup`: its settings and every claim
+    query; the hybrid gate depends on the whole claim set), not by the object."""
+
+    setup: str
+    scorer: RelevanceScorer = field(compare=False)
+
+    @classmethod
+    def of(cls, scorer: RelevanceScorer) -> _ClaimSet:
+        return cls(scorer.settings.model_dump_json() + "\n" + "\n".join(sorted(scorer.queries)), scorer)
+
+
+@lru_cache(maxsize=LEARNED_CUT_SETS_KEPT)
+def _learned(claims: _ClaimSet, shares: tuple[float, ...]) -> dict[float, np.ndarray]:
+    """Every claim's cut at each share, the sample scored once for all of them (with the hybrid, scoring
+    the sample embeds its 3,000 titles)."""
+    papers, tokens = reference_papers()
+    scores = claims.scorer.score(list(papers), tokens=list(tokens))
+    return {share: np.quantile(scores, 1.0 - share, axis=1).astype(np.float32) for share in shares}
 
 
 def claim_cuts(
@@ -64,29 +79,10 @@ def share_cuts(
     fixed: float | None = None,
     claims: Sequence[int] | None = None,
 ) -> dict[float, np.ndarray]:
-    """`claim_cuts` for each of `shares`, scoring the sample once for all of them (an estimate prices
-    several shares; with the hybrid, scoring the sample embeds its 3,000 titles)."""
+    """`claim_cuts` for each of `shares` (an estimate prices several; the share need not be the settings'
+    own: the screen's first cut, an estimate)."""
     rows = list(range(len(scorer.claims))) if claims is None else list(claims)
     if fixed is not None:
         return {share: np.full(len(rows), fixed, dtype=np.float32) for share in shares}
-    # The hybrid gate depends on the whole claim set, so the set is part of the key.
-    setup = scorer.settings.model_dump_json() + "\n" + "\n".join(sorted(scorer.queries))
-    # The share is part of the key: it need not be the settings' own (the screen's first cut, an estimate).
-    keys = {share: [(setup, share, scorer.queries[i]) for i in rows] for share in shares}
-    missing = sorted({i for share in shares for i, key in enumerate(keys[share]) if key not in _learned})
-    learned: dict[tuple[str, float, str], float] = {}
-    if missing:
-        papers, tokens = reference_papers()
-        scores = scorer.score(list(papers), tokens=list(tokens), claims=[rows[i] for i in missing])
-        for share in shares:
-            learned.update(
-                (keys[share][i], float(np.quantile(scores[row], 1.0 - share)))
-                for row, i in enumerate(missing)
-            )
-    for key in (key for share in shares for key in keys[share]):
-        # Read before remembering: this call's own keys may outnumber what is kept.
-        if key not in learned:
-            learned[key] = _learned[key]
-    for key, cut in learned.items():
-        _remember(key, cut)
-    return {share: np.array([learned[key] for key in keys[share]], dtype=np.float32) for share in shares}
+    learned = _learned(_ClaimSet.of(scorer), tuple(sorted(set(shares))))
+    return {share: learned[share][rows] for share in shares}

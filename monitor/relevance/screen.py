@@ -285,7 +285,7 @@ def screen_units(
             claims = [by_id[c] for c in asked]
             for start in range(0, len(keys), per_call):
                 sections = [
-                    Section(texts[k], [Pair(c, pair_key(k[0], k[1], c.id)) for c in claims])
+                    Section(texts[k], [Pair(c, pair_ref(k[0], k[1], c.id)) for c in claims])
                     for k in keys[start : start + per_call]
                 ]
                 units.append(WorkUnit(sections))
@@ -313,8 +313,8 @@ def pending_screen_units(
     return screen_units(pending, texts, groups, cfg.screen_papers_per_call)
 
 
-def pair_key(arxiv_id: str, version: int, claim_id: str) -> str:
-    """The screen's key of a pair (a batch row's record of what it carries)."""
+def pair_ref(arxiv_id: str, version: int, claim_id: str) -> str:
+    """The screen's reference to a pair (`Pair.ref`): what a batch row records it by."""
     return f"{arxiv_id}v{version}/{claim_id}"
 
 

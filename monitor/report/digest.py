@@ -97,19 +97,19 @@ def _warn_if_partial(period: Period, covered: Coverage) -> None:
 
 def choose_period(
     store: Store,
-    period: str | Period | None = "week",
+    spec: str | None = "week",
     since: dt.date | None = None,
     until: dt.date | None = None,
     today: dt.date | None = None,
     follow_store: bool = True,
 ) -> Period:
-    """The period asked for: a Period, a key (2026-W12, 2026-03), a custom range, or the default week
-    or month (`reported_period`, which with `follow_store` moves to a stale store's last period)."""
-    if isinstance(period, Period):
-        return period
-    if period in (None, "week", "month") and since is None and until is None:
-        return reported_period(store, period or "week", today, follow_store)
-    chosen = resolve_period(period, since, until, today)
+    """The period `spec` names: a key (2026-W12, 2026-03), or with `since`/`until` a custom range, or the
+    default week or month (`reported_period`, which with `follow_store` moves to a stale store's last
+    period). A `period` is always a `Period` in this package; what names one is a `spec` (a string) or,
+    stored, a `period_key`."""
+    if spec in (None, "week", "month") and since is None and until is None:
+        return reported_period(store, spec or "week", today, follow_store)
+    chosen = resolve_period(spec, since, until, today)
     _warn_if_partial(chosen, store_coverage(store))  # asked for by name: reported, but said to be partial
     return chosen
 
@@ -117,32 +117,28 @@ def choose_period(
 def write_digest(
     store: Store,
     settings: Settings,
-    period: str | Period | None = "week",
-    since: dt.date | None = None,
-    until: dt.date | None = None,
+    period: Period,
     formats: list[str] | None = None,
     run_id: int | None = None,
-    today: dt.date | None = None,
     asked: DigestAsks | None = None,
-    follow_store: bool = True,
 ) -> DigestResult:
-    """Render the period's digest to settings.paths.reports and record it; it is never mailed here
-    (report/channels.py `deliver` is where mail leaves).
+    """Render the digest of `period` (`choose_period` makes one of what a user asked for) to
+    settings.paths.reports and record it; it is never mailed here (report/channels.py `deliver` is
+    where mail leaves).
 
     Markdown is always written (it is the source of truth); `formats` may add "html". Re-rendering a
     period overwrites its files and updates its one `digests` row. `asked`: what the ask step before
-    it (report/asks.py) got from the LLM; the digest itself calls none. `follow_store`: see `choose_period`.
+    it (report/asks.py) got from the LLM; the digest itself calls none.
 
     A reader of the period's outcomes: the caller settled them first (`settle_period`, the pipeline's
     outcomes step), and a missing or stale one raises OutcomesNotStored, never a verdict computed here.
     """
-    chosen = choose_period(store, period, since, until, today, follow_store)
     wanted = ["md", *[f for f in (formats or settings.report.formats) if f != "md"]]
-    digest = gather_digest(store, settings, chosen, asked)
+    digest = gather_digest(store, settings, period, asked)
     stats = digest.summary.as_stats() | {"lines": len(digest.lines)}  # counted before folding
     fold_large_library(digest)
     texts = {fmt: render(digest, fmt, settings) for fmt in wanted}
-    paths = {fmt: Path(settings.paths.reports) / f"{chosen.stem}.{fmt}" for fmt in wanted}
+    paths = {fmt: Path(settings.paths.reports) / f"{period.stem}.{fmt}" for fmt in wanted}
     sha = content_hash(texts["md"], digest)
     fields = {
         "markdown_path": str(paths["md"]),
@@ -156,10 +152,10 @@ def write_digest(
 
     def record() -> int:
         with store.session() as s:
-            return save_digest(s, chosen.key, chosen.start, chosen.end, fields).id
+            return save_digest(s, period.key, period.start, period.end, fields).id
 
     # Files and row together: a full disk or a failed database write leaves neither (files.py).
     digest_id = write_together({paths[fmt]: texts[fmt] for fmt in wanted}, record)
-    result = DigestResult(chosen, digest_id, paths, stats, sha)
+    result = DigestResult(period, digest_id, paths, stats, sha)
     write_feed(store, settings)
     return result

@@ -75,56 +75,84 @@ def _triaged(item: EvidenceItem, now: Outcome) -> bool:
 def _claim_view(
     claim: Claim, now: Outcome, before: Outcome, period: Period, lines: list[str], sources: set[str]
 ) -> ClaimView:
+    """A claim's part of the digest: its verdict at the period's end and before, and the period's papers
+    on it in four lists (new evidence, triage, unsure leanings, and what the verdict rests on)."""
     appeared = [i for i in [*now.counted, *now.unclear] if period.contains(i.appeared)]
-    # The claim's own sources (its lines' anchors) are not news about it, whatever the settings say.
-    ranked = sorted(
-        {i for i in appeared if _triaged(i, now) and not i.source and i.arxiv_id not in sources},
-        key=lambda i: (-i.confidence, i.arxiv_id),
-    )
+    ranked = _triage_ranked(appeared, now, sources)
     # Below the measured floor, fewer than half the model's picks bear on their claim: not listed.
     triage = [i for i in ranked if i.confidence >= TRIAGE_FLOOR]
-    # LLM labels withheld as too unsure (below verdicts.min_confidence), grounded: leanings for review.
-    unsure = [
-        EvidenceView(i, True)
-        for i in now.withheld
-        if period.contains(i.appeared) and i.judge != EMBEDDED_JUDGE and i.grounded and not i.abstained
-        and i.second_look != "pending" and not i.source
-    ]
-    unsure.sort(key=lambda v: (-v.item.confidence, v.item.arxiv_id))
-    new = [EvidenceView(i, i in now.for_review, unconfirmed=i in now.held) for i in now.counted]
-    new = [v for v in new if v.item in appeared and not _triaged(v.item, now)]
-    # Strongest first: against before for, then confidence.
-    new.sort(key=lambda v: (v.item.label != "OVERTURNS", v.item.label != "RELAXES", -v.item.confidence))
-    more = max(0, len(new) - EVIDENCE_PER_CLAIM)
+    unsure = _unsure(now, period)
+    new = _new_evidence(appeared, now)
     review = sum(1 for v in new if v.for_review) + len(ranked) + len(unsure)
-    new = new[:EVIDENCE_PER_CLAIM]
     recent = now.strongest_recent
-    shown = {v.item for v in new} | ({recent} if recent else set())
-    return ClaimView(
+    view = ClaimView(
         id=claim.id,
         text=claim.text,
         date_text=claim.date_text,
         status=now.status,
         previous_status=before.status,
         last_changed=now.last_changed,
-        new_evidence=new,
-        strongest_recent=EvidenceView(recent, recent in now.for_review) if recent else None,
-        rests_on=[EvidenceView(m, m in now.for_review) for m in now.movers[:3] if m not in shown],
+        new_evidence=new[:EVIDENCE_PER_CLAIM],
+        strongest_recent=_view(recent, now),
         review_count=review,
         line_ids=lines,
-        strength=now.strength if [i for i in now.counted if not _triaged(i, now)] else {},
         dated=claim.kind == "dated",
-        conditions=[
-            EvidenceView(i) for i in now.counted if i.reviewed and i.label == "RELAXES" and i.evidence
-        ],
-        more_evidence=more,
-        moved_by=EvidenceView(now.movers[0], now.movers[0] in now.for_review) if now.movers else None,
+        more_evidence=max(0, len(new) - EVIDENCE_PER_CLAIM),
+        moved_by=_view(now.movers[0] if now.movers else None, now),
         triage=[TriageView(i, i.evidence) for i in triage[:TRIAGE_PER_CLAIM]],
         unsure=unsure[:EVIDENCE_PER_CLAIM],
         more_triage=max(0, len(triage) - TRIAGE_PER_CLAIM),
         evidence=now.summary,
         below_floor=len(ranked) - len(triage),
     )
+    _add_standing(view, now)
+    return view
+
+
+def _view(item: EvidenceItem | None, now: Outcome) -> EvidenceView | None:
+    return EvidenceView(item, item in now.for_review) if item is not None else None
+
+
+def _triage_ranked(appeared: list[EvidenceItem], now: Outcome, sources: set[str]) -> list[EvidenceItem]:
+    """The period's unconfirmed embedded stances, best first, that may be listed for triage: the claim's
+    own sources (its lines' anchors) are not news about it, whatever the settings say."""
+    return sorted(
+        {i for i in appeared if _triaged(i, now) and not i.source and i.arxiv_id not in sources},
+        key=lambda i: (-i.confidence, i.arxiv_id),
+    )
+
+
+def _unsure(now: Outcome, period: Period) -> list[EvidenceView]:
+    """The period's LLM labels withheld as too unsure (below verdicts.min_confidence), grounded and read
+    twice where asked: leanings for review, surest first."""
+    unsure = [
+        EvidenceView(i, True)
+        for i in now.withheld
+        if period.contains(i.appeared) and i.judge != EMBEDDED_JUDGE and i.grounded and not i.abstained
+        and i.second_look != "pending" and not i.source
+    ]
+    return sorted(unsure, key=lambda v: (-v.item.confidence, v.item.arxiv_id))
+
+
+def _new_evidence(appeared: list[EvidenceItem], now: Outcome) -> list[EvidenceView]:
+    """The period's counted papers that are not triage, strongest first: against before for, then by
+    confidence."""
+    new = [EvidenceView(i, i in now.for_review, unconfirmed=i in now.held) for i in now.counted]
+    new = [v for v in new if v.item in appeared and not _triaged(v.item, now)]
+    return sorted(
+        new, key=lambda v: (v.item.label != "OVERTURNS", v.item.label != "RELAXES", -v.item.confidence)
+    )
+
+
+def _add_standing(view: ClaimView, now: Outcome) -> None:
+    """What the verdict stands on beyond the period's news: the papers it rests on (not shown already),
+    its strength per side (none where only triage counts), and the conditions curators confirmed."""
+    shown = {v.item for v in view.new_evidence} | ({now.strongest_recent} if now.strongest_recent else set())
+    view.rests_on = [EvidenceView(m, m in now.for_review) for m in now.movers[:3] if m not in shown]
+    view.strength = now.strength if [i for i in now.counted if not _triaged(i, now)] else {}
+    view.conditions = [
+        EvidenceView(i) for i in now.counted if i.reviewed and i.label == "RELAXES" and i.evidence
+    ]
 
 
 def _quote_triage(s: Session, claims: list[Claim], views: dict[str, ClaimView]) -> None:

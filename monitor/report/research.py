@@ -75,7 +75,7 @@ class DigestAsks:
 
     stage: ClassVar[str] = "asks"
 
-    period: str
+    period_key: str
     questions: dict[str, ResearchQuestions] = field(default_factory=dict)
     wordings_proposed: int = 0
     wordings_failed: int = 0
@@ -85,7 +85,7 @@ class DigestAsks:
     def as_dict(self) -> dict[str, Any]:
         states = [q.state for q in self.questions.values()]
         return {
-            "period": self.period,
+            "period": self.period_key,
             "questions": {state: states.count(state) for state in sorted(set(states))},
             "wordings_proposed": self.wordings_proposed,
             "wordings_failed": self.wordings_failed,

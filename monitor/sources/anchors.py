@@ -13,9 +13,10 @@ is then marked:
 
 Title rule (seeds cite shortened titles, e.g. "RL finetunes small subnetworks" for "Reinforcement
 Learning Finetunes Small Subnetworks in Large Language Models"): lower-case both, split into words
-(hyphens split too), drop stop words and a plural "s"; a cited word matches if the paper's title has
-it, or if it is an acronym of consecutive title words ("rl" = reinforcement learning, "llm" = large
-language model). The titles match when at least `TITLE_COVERAGE` of the cited words match.
+(hyphens split too: monitor/text.py `words`), drop stop words (`STOP_WORDS`) and a plural "s"; a cited
+word matches if the paper's title has it, or if it is an acronym of consecutive title words ("rl" =
+reinforcement learning, "llm" = large language model). The titles match when at least
+`TITLE_COVERAGE` of the cited words match.
 
 Date rule: the cited date is a year, a month or a day ("2025", "2025-04", "2025-04-12"); the paper
 matches when its v1 date falls in that period, widened by `DATE_SLACK` on either side (a paper
@@ -43,37 +44,12 @@ from monitor.sources.files import read_snapshot
 from monitor.store.db import Store
 from monitor.store.lines import active_anchors
 from monitor.store.models import Anchor, utcnow
+from monitor.text import STOP_WORDS, words
 
 ID_CHUNK = 100
 TITLE_COVERAGE = 0.6
 DATE_SLACK = dt.timedelta(days=7)
 STATUSES = ("grounded", "title_differs", "date_differs", "not_found", "not_in_snapshot")
-
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "as",
-        "at",
-        "by",
-        "for",
-        "from",
-        "in",
-        "into",
-        "is",
-        "of",
-        "on",
-        "or",
-        "the",
-        "to",
-        "via",
-        "vs",
-        "with",
-        "without",
-    ]
-)
-_WORD = re.compile(r"[a-z0-9]+")
 
 
 @dataclass
@@ -126,10 +102,6 @@ def _stem(word: str) -> str:
     return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
 
-def _words(title: str) -> list[str]:
-    return _WORD.findall(title.lower())
-
-
 def _acronyms(words: list[str]) -> set[str]:
     """Initials of every run of 2-5 consecutive words, plural-s optional ("llms" -> "llm")."""
     out = set()
@@ -143,10 +115,10 @@ def _acronyms(words: list[str]) -> set[str]:
 
 def title_coverage(cited: str, found: str) -> float:
     """Share of the cited title's content words that the found title has (see module docstring)."""
-    cited_words = [_stem(w) for w in _words(cited) if w not in _STOP]
+    cited_words = [_stem(w) for w in words(cited) if w not in STOP_WORDS]
     if not cited_words:
         return 1.0
-    found_words = _words(found)
+    found_words = words(found)
     found_stems = {_stem(w) for w in found_words}
     acronyms = _acronyms(found_words)
     hits = sum(1 for w in cited_words if w in found_stems or w in acronyms)

@@ -8,120 +8,30 @@ phrases, so a line about "entropy collapse in RLVR" watches `"entropy collapse"`
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 
 from monitor.config import Settings
 from monitor.store.claims import active_claims_of_line
 from monitor.store.db import Store
 from monitor.store.lines import active_anchor_titles, active_lines
+from monitor.text import content_words
 
 DERIVED_TERMS = 6
-_WORD = re.compile(r"[a-z][a-z0-9-]+")
-STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "can",
-        "do",
-        "does",
-        "for",
-        "from",
-        "has",
-        "have",
-        "how",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "more",
-        "most",
-        "not",
-        "of",
-        "on",
-        "only",
-        "or",
-        "over",
-        "than",
-        "that",
-        "the",
-        "their",
-        "them",
-        "then",
-        "these",
-        "they",
-        "this",
-        "to",
-        "under",
-        "up",
-        "via",
-        "was",
-        "were",
-        "what",
-        "when",
-        "which",
-        "while",
-        "who",
-        "why",
-        "will",
-        "with",
-        "without",
-        "within",
-        "across",
-        "after",
-        "before",
-        "between",
-        "both",
-        "each",
-        "less",
-        "many",
-        "much",
-        "other",
-        "same",
-        "some",
-        "such",
-        "very",
-        "may",
-        "might",
-        "also",
-        "than",
-        "our",
-        "we",
-        "us",
-        "one",
-        "two",
-        "new",
-        "using",
-        "use",
-        "used",
-        "via",
-        "whether",
-        "per",
-        "vs",
-        "paper",
-        "papers",
-        "model",
-        "models",
-        "method",
-        "methods",
-        "result",
-        "results",
-        "show",
-        "shows",
-        "shown",
-    ]
-)
+# Words nearly every arXiv abstract uses, so no search term (on top of the English STOP_WORDS).
+SEARCH_NOISE = frozenset({
+    "paper", "papers", "model", "models", "method", "methods", "result", "results", "show", "shows", "shown",
+    "use", "used", "using", "new",
+})  # fmt: skip
 
 
 def _content_words(text: str) -> list[str]:
-    return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS and len(w) > 2]
+    """A search term's words: content words of three or more characters with a letter in them (a year or
+    a count is no term), hyphenated compounds whole ("chain-of-thought" is one term)."""
+    return [
+        w
+        for w in content_words(text, hyphenated=True)
+        if w not in SEARCH_NOISE and len(w) > 2 and any(c.isalpha() for c in w)
+    ]
 
 
 def derive_terms(texts: list[str], limit: int = DERIVED_TERMS) -> list[str]:

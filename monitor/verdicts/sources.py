@@ -9,8 +9,9 @@ The research library's exports link a claim to its papers in two ways:
   paper's title, or a coined name of six or more characters with two capitals, such as "DARLING" or
   "Critique-GRPO", that the paper's title or abstract defines) or *paraphrases* its abstract (at least
   `PARAPHRASE_SHARE` of the note's consecutive content-word pairs recur in the title and abstract; a
-  different paper on the same topic shares at most about 0.16 with any seed note, a note's own paper
-  0.3).
+  different paper on the same topic shares at most 0.18 with any seed note, a note's own paper 0.30
+  to 0.32 where it is caught: bench/source_check.py, docs/verdicts.md). Words and stop words are
+  monitor/text.py's, the ones every word-level check reads.
 
 A paper is a source of a claim when it is an anchor of one of the claim's lines or the paper of any note
 of those lines: a line's prose and its dated claims were written from its notes' papers, so none of them
@@ -28,72 +29,12 @@ from sqlalchemy.orm import Session
 
 from monitor.store.claims import active_claims, anchor_refs_by_claim, lines_by_claim
 from monitor.store.papers import abstracts_of
+from monitor.text import content_words, words
 
 PARAPHRASE_SHARE = 0.25
 _VERSION_SUFFIX = re.compile(r"v\d+$")
-_WORD = re.compile(r"[a-z0-9]+")
 _NAME = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*")
 _QUOTED = re.compile(r"[\"“]([^\"”]{8,})[\"”]")
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "between",
-        "both",
-        "but",
-        "by",
-        "can",
-        "each",
-        "for",
-        "from",
-        "how",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "may",
-        "more",
-        "most",
-        "no",
-        "not",
-        "of",
-        "on",
-        "only",
-        "or",
-        "other",
-        "over",
-        "such",
-        "than",
-        "that",
-        "the",
-        "their",
-        "then",
-        "these",
-        "this",
-        "those",
-        "through",
-        "to",
-        "under",
-        "via",
-        "vs",
-        "was",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "while",
-        "who",
-        "with",
-        "without",
-    ]
-)
 
 
 def anchor_ids_by_claim(session: Session) -> dict[str, set[str]]:
@@ -107,8 +48,8 @@ def anchor_ids_by_claim(session: Session) -> dict[str, set[str]]:
 @functools.lru_cache(maxsize=4096)
 def _pairs(text: str) -> frozenset[tuple[str, str]]:
     """Cached, so frozen: the one value is shared by every reader that asks for the same text."""
-    words = [w for w in _WORD.findall(text.lower()) if w not in _STOP]
-    return frozenset(zip(words, words[1:], strict=False))
+    content = content_words(text)
+    return frozenset(zip(content, content[1:], strict=False))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -125,10 +66,10 @@ def _defines(name: str, title: str, abstract: str) -> bool:
 
 def names_paper(note: str, title: str, abstract: str) -> str:
     """How a note names or paraphrases a paper ("" when it does not): see the module doc."""
-    head = " ".join(_WORD.findall(title.lower()))
+    head = " ".join(words(title))
     for quoted in _QUOTED.findall(note):
-        words = " ".join(_WORD.findall(quoted.lower()))
-        if len(words.split()) >= 3 and head.startswith(words):
+        said = words(quoted)
+        if len(said) >= 3 and head.startswith(" ".join(said)):
             return f"the note quotes its title “{quoted}”"
     for name in sorted(_coined_names(note)):
         if _defines(name, title, abstract):

@@ -28,6 +28,7 @@ from monitor.store.papers import abstracts_of, get_paper
 from monitor.store.reviews import Decision, decisions_in_force
 from monitor.store.rewordings import wording_history
 from monitor.store.verdicts import verdict_history
+from monitor.verdicts.detail import ClaimDetail, EvidenceLine, claim_detail
 from monitor.verdicts.rollup import (
     CurrentVerdict,
     claim_dates,
@@ -51,7 +52,6 @@ from monitor.verdicts.rules import (
     strength_scale,
     strengths,
 )
-from monitor.verdicts.show import ClaimDetail, EvidenceLine, claim_detail
 from monitor.web.plot import SIDES, Series
 
 LABEL_ORDER = (*STANCES, "UNRELATED")

@@ -2,23 +2,10 @@
 
 from __future__ import annotations
 
-import typer
 from rich.console import Console
 from rich.markup import escape
 
 from monitor.report.digest import DigestResult
-
-FORMATS = ("md", "html")
-
-
-def check_formats(values: list[str] | None) -> list[str] | None:
-    """The --format values, or a usage error naming the bad one."""
-    if not values:
-        return None
-    for value in values:
-        if value not in FORMATS:
-            raise typer.BadParameter(f"{value!r} is not one of {', '.join(FORMATS)}", param_hint="--format")
-    return list(values)
 
 
 def print_digest_result(console: Console, result: DigestResult) -> None:
