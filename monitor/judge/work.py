@@ -21,10 +21,11 @@ from typing import Any, ClassVar
 from sqlalchemy import Row
 
 from monitor.claims.ids import text_hash
-from monitor.config import EMBEDDED_JUDGE_STORED, Settings, shown_judge
+from monitor.config import Settings
 from monitor.judge.base import LABELS, Judge
 from monitor.judge.prompts import JudgePrompts
 from monitor.judge.second_look import SecondLookSummary
+from monitor.judge_names import shown_judge, triage_only_judge
 from monitor.llm.cost import cached_prefix, estimate_tokens
 from monitor.llm.texts import ClaimText, PaperText
 from monitor.llm.units import CallCounts, Pair, UnitPricing, WorkUnit, group_units
@@ -102,27 +103,27 @@ class JudgeSummary(CallCounts):
         )
 
 
-def triage_cut(settings: Settings, embedded: bool, active_claims: int) -> int | None:
+def triage_cut(settings: Settings, triage_only: bool, active_claims: int) -> int | None:
     """How many candidates per claim and ISO week a judge reads, by relevance score; None: all.
 
-    Only the `embedded` judge has a cut (`judge.embedded_top_k`), and only for a library of more than
+    Only a `triage_only` judge has a cut (`judge.embedded_top_k`), and only for a library of more than
     `judge.embedded_cut_above_claims` active claims: it ranks papers for triage and asserts no stance,
-    so reading a thousand claims' every candidate is work no digest shows (docs/scale.md). An LLM
-    judge's labels count toward verdicts: it reads every candidate.
+    so reading a thousand claims' every candidate is work no digest shows (docs/scale.md). A judge that
+    reads stance has labels that count toward verdicts: it reads every candidate.
     """
     cfg = settings.judge
-    if not embedded or cfg.embedded_top_k is None:
+    if not triage_only or cfg.embedded_top_k is None:
         return None
     return cfg.embedded_top_k if active_claims > cfg.embedded_cut_above_claims else None
 
 
 def store_triage_cut(store: Store, settings: Settings, judge_name: str) -> int | None:
     """`triage_cut` for the judge stored as `judge_name` and the store's library as it is now."""
-    embedded = judge_name == EMBEDDED_JUDGE_STORED
-    if not embedded or settings.judge.embedded_top_k is None:
+    triage_only = triage_only_judge(judge_name)
+    if not triage_only or settings.judge.embedded_top_k is None:
         return None
     with store.session() as session:
-        return triage_cut(settings, embedded, active_totals(session)["claims"])
+        return triage_cut(settings, triage_only, active_totals(session)["claims"])
 
 
 def pending_units(

@@ -18,10 +18,11 @@ from collections import Counter
 
 from sqlalchemy.orm import Session
 
-from monitor.config import EMBEDDED, Settings
+from monitor.config import Settings
 from monitor.judge.embedded import measured_coverage, sentence_overlap, surface_words
 from monitor.judge.sentences import split_sentences
 from monitor.judge.work import triage_cut
+from monitor.judge_names import triage_only_judge
 from monitor.llm.cost import token_cost
 from monitor.relevance.bm25 import Lexicon, load_lexicon
 from monitor.report.period import Period, day_range
@@ -51,7 +52,6 @@ from monitor.store.papers import abstracts_of, count_first_seen, count_published
 from monitor.store.reading import Reading, claim_readings
 from monitor.verdicts.rollup import OutcomeRun, settle_outcomes, stored_outcomes
 from monitor.verdicts.rules import (
-    EMBEDDED_JUDGE,
     STATUSES,
     EvidenceItem,
     EvidenceSummary,
@@ -68,8 +68,8 @@ LATER_SENTENCE_SHARE = 0.8
 
 
 def _triaged(item: EvidenceItem, now: Outcome) -> bool:
-    """The embedded judge's stance that nobody confirmed, or withheld: listed without a stance."""
-    return item.judge == EMBEDDED_JUDGE and not item.reviewed and (item.abstained or item in now.held)
+    """A triage-only judge's stance that nobody confirmed, or withheld: listed without a stance."""
+    return triage_only_judge(item.judge) and not item.reviewed and (item.abstained or item in now.held)
 
 
 def _claim_view(
@@ -87,7 +87,7 @@ def _claim_view(
     unsure = [
         EvidenceView(i, True)
         for i in now.withheld
-        if period.contains(i.appeared) and i.judge != EMBEDDED_JUDGE and i.grounded and not i.abstained
+        if period.contains(i.appeared) and not triage_only_judge(i.judge) and i.grounded and not i.abstained
         and i.second_look != "pending" and not i.source
     ]
     unsure.sort(key=lambda v: (-v.item.confidence, v.item.arxiv_id))
@@ -180,7 +180,7 @@ def _summary(s: Session, settings: Settings, period: Period, claims: list[ClaimV
     )
     counts = Counter(c.status for c in claims)
     # Pairs below the embedded judge's triage cut are not its work: counted apart, not as "not judged yet".
-    cut = triage_cut(settings, settings.judge_provider() == EMBEDDED, len(claims))
+    cut = triage_cut(settings, triage_only_judge(settings.judge_provider()), len(claims))
     unjudged_pairs, unjudged_papers = count_unjudged(s, period.end, cut)
     below_cut, _ = count_unjudged(s, period.end, cut, below_cut=True, since=period.start)
     return Summary(

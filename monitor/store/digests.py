@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import ColumnElement, Select, case, false, func, select
 from sqlalchemy.orm import Session
 
-from monitor.config import EMBEDDED_JUDGE_STORED
+from monitor.judge_names import triage_only_stored
 from monitor.store.candidates import SCREEN_DROPPED, SCREEN_PENDING
 from monitor.store.claims import is_active
 from monitor.store.models import Assessment, Candidate, Claim, Paper, SecondLook
@@ -32,7 +32,7 @@ class PeriodUsage(NamedTuple):
     judged: int
     prompt_tokens: int
     completion_tokens: int
-    judged_embedded: int = 0  # of `judged`, by the embedded offline judge (`local`)
+    judged_embedded: int = 0  # of `judged`, by a triage-only judge (the embedded offline one)
     batch_prompt_tokens: int = 0  # of the tokens, those answered through the Batch API (half price)
     batch_completion_tokens: int = 0
     cached_tokens: int = 0  # of the prompt tokens, served from the provider's prefix cache (a cheaper rate)
@@ -106,7 +106,7 @@ def period_usage(
     judged, embedded = session.execute(
         select(
             func.count(),
-            func.coalesce(func.sum(case((Assessment.judge == EMBEDDED_JUDGE_STORED, 1), else_=0)), 0),
+            func.coalesce(func.sum(case((Assessment.judge.in_(triage_only_stored()), 1), else_=0)), 0),
         )
         .select_from(Assessment)
         .where(judged_here)

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
-from monitor.config import EMBEDDED_JUDGE_STORED
+from monitor.judge_names import triage_only_stored
 from monitor.store.candidates import SCREEN_DROPPED
 from monitor.store.claims import is_active
 from monitor.store.models import Assessment, Candidate, Claim, Paper
@@ -55,7 +55,7 @@ def claim_readings(session: Session, until: dt.date, since: dt.date | None = Non
     screened = Candidate.screen.is_(None) | (Candidate.screen != SCREEN_DROPPED)
     picked = {(c, a) for c, a in session.execute(pairs(Candidate, screened))}
     current = Assessment.is_current.is_(True)
-    llm = Assessment.judge != EMBEDDED_JUDGE_STORED
+    llm = Assessment.judge.not_in(triage_only_stored())
     by_llm = {(c, a) for c, a in session.execute(pairs(Assessment, current, llm))}
     by_embedded = {(c, a) for c, a in session.execute(pairs(Assessment, current, ~llm))} - by_llm
     out: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])

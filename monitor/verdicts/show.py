@@ -11,8 +11,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from monitor.config import Settings, shown_judge
+from monitor.config import Settings
 from monitor.errors import NotFound, UsageError
+from monitor.judge_names import shown_judge
 from monitor.markup import plain_text
 from monitor.store.claims import claim_ids_with_prefix, lines_of_claim
 from monitor.store.db import Store

@@ -12,8 +12,9 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from monitor.config import Settings, shown_judge
+from monitor.config import Settings
 from monitor.errors import InputError
+from monitor.judge_names import shown_judge
 from monitor.markup import plain_text
 from monitor.report.period import Period, custom
 from monitor.review.queue import ReviewItem, queue_overview, review_queue
