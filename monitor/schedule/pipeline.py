@@ -205,7 +205,7 @@ def _pipeline(
     plan.since = scope.judged_from if scope is not None else None
     assess(step, store, settings, plan)
     if scope is not None:
-        scope.count_unjudged(store, settings, plan.judge_for(settings).name)
+        scope.count_unjudged(store, settings, plan.judge_for(settings))
         run.record(scope)
     # The verdicts step settles the digest's dates too, on its one load of the evidence.
     report_period = period if opts.report else None
@@ -307,15 +307,12 @@ class JudgeScope:
     judged_from: dt.date
     unjudged: tuple[int, int] | None = None  # (pairs, papers), counted after judging
 
-    def count_unjudged(self, store: Store, settings: Settings, judge_name: str) -> None:
-        """The pairs published earlier left pending for the judge that ran (not those below the
-        embedded judge's triage cut: not its work)."""
-        from monitor.judge.work import store_triage_cut
-        from monitor.store.candidates import count_unjudged
+    def count_unjudged(self, store: Store, settings: Settings, judge: Judge) -> None:
+        """The pairs published earlier left pending for the judge that ran (not those below a
+        triage-only judge's cut: not its work)."""
+        from monitor.judge.work import count_unjudged
 
-        cut = store_triage_cut(store, settings, judge_name)
-        with store.session() as s:
-            self.unjudged = count_unjudged(s, self.judged_from - dt.timedelta(days=1), cut)
+        self.unjudged = count_unjudged(store, settings, judge, self.judged_from - dt.timedelta(days=1))
 
     def stage_counts(self) -> dict[str, Any]:
         counts: dict[str, Any] = {"period": self.period, "judged_from": self.judged_from.isoformat()}
