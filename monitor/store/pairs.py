@@ -203,7 +203,7 @@ def _pair_states(scope: PairScope) -> Any:
 
 
 class PairCount(NamedTuple):
-    """How many of a claim's pairs are in one state (`below_cut`: pending pairs below the cut;
+    """How many of a claim's pairs are in one state (`below_cut`: ranked below the cut in force;
     `triage_only`: judged pairs whose current answer is a triage-only judge's)."""
 
     claim_id: str
@@ -219,7 +219,7 @@ def count_pairs(session: Session, scope: PairScope) -> list[PairCount]:
     columns = (pairs.c.claim_id, pairs.c.state, pairs.c.below_cut, pairs.c.triage_only)
     query = select(*columns, func.count()).group_by(*columns)
     return [
-        PairCount(claim_id, PairState(state), state == PairState.PENDING and bool(below), bool(t), int(n))
+        PairCount(claim_id, PairState(state), bool(below), bool(t), int(n))
         for claim_id, state, below, t, n in session.execute(query)
     ]
 
@@ -248,30 +248,27 @@ class PairTally(NamedTuple):
     awaiting_screen: int = 0
     screened_out: int = 0
     below_cut: int = 0  # of `pending`, those below a triage-only judge's cut: not its work
+    judge_work: int = 0  # the judge's work (`JUDGE_WORK` above the cut): `count_judge_work`'s pairs
 
     @classmethod
     def of(cls, counts: Iterable[PairCount]) -> PairTally:
         by = Counter[PairState]()
-        below = 0
+        below = work = 0
         for count in counts:
             by[count.state] += count.pairs
-            below += count.pairs if count.below_cut else 0
-        waiting = by[PairState.PENDING] + by[PairState.AWAITING_SCREEN]
+            below += count.pairs if count.below_cut and count.state is PairState.PENDING else 0
+            work += count.pairs if count.state in JUDGE_WORK and not count.below_cut else 0
         return cls(
             pairs=sum(by.values()) - by[PairState.SCREENED_OUT],
             judged=by[PairState.JUDGED],
             failed=by[PairState.FAILED],
             parked=by[PairState.PARKED],
-            pending=waiting,
+            pending=by[PairState.PENDING] + by[PairState.AWAITING_SCREEN],
             awaiting_screen=by[PairState.AWAITING_SCREEN],
             screened_out=by[PairState.SCREENED_OUT],
             below_cut=below,
+            judge_work=work,
         )
-
-    @property
-    def judge_work(self) -> int:
-        """The judge's work (`JUDGE_WORK`): pending above the cut (screened) and failed."""
-        return self.pending - self.awaiting_screen - self.below_cut + self.failed
 
 
 def pair_tally(session: Session, scope: PairScope) -> PairTally:
