@@ -19,9 +19,10 @@ import json
 import time
 from pathlib import Path
 
-from monitor.config import Settings, shown_judge
+from monitor.config import Settings
 from monitor.judge.evaluate import EvalReport, as_three_way, evaluate, operating_point, read_pairs, score
 from monitor.judge.factory import make_judge
+from monitor.judge_names import shown_judge
 
 ROOT = Path(__file__).resolve().parent.parent
 

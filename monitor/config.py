@@ -32,6 +32,7 @@ from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
 from monitor.errors import ConfigError
+from monitor.judge_names import EMBEDDED, legacy_judge_name
 from monitor.progress import line_interval
 from monitor.text import unprintable
 
@@ -231,22 +232,11 @@ class RelevanceSettings(Section):
 LLM_JUDGE_RELEVANCE: dict[str, object] = {"share": 0.10, "method": "bm25"}
 
 
-# The embedded judge's name in config, on the command line and in docs. Its assessments are stored (and
-# their cache keys built) under EMBEDDED_JUDGE_STORED, the name it had first, so nothing is judged twice.
-EMBEDDED = "embedded"
-EMBEDDED_JUDGE_STORED = "local"
-
-
-def shown_judge(stored: str) -> str:
-    """A judge's name as output says it: the embedded judge's stored name read as "embedded"."""
-    return EMBEDDED if stored == EMBEDDED_JUDGE_STORED else stored
-
-
 def embedded_alias(value: Any, where: str) -> Any:
     """The old name "local" of the embedded judge read as "embedded", with a one-line notice."""
-    if value != EMBEDDED_JUDGE_STORED:
+    if not legacy_judge_name(value):
         return value
-    log.warning('%s "local" is now called "embedded"; read as "embedded"', where)
+    log.warning('%s "%s" is now called "%s"; read as "%s"', where, value, EMBEDDED, EMBEDDED)
     return EMBEDDED
 
 

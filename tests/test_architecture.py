@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "monitor"
 # Layer of each top-level part of the package; equal layers must not import each other either.
 LAYERS: dict[str, int] = {
     "__init__": 0, "errors": 0, "testhooks": 0, "crontab": 0, "progress": 0, "text": 0, "markup": 0,
-    "backoff": 0, "terminal": 0,
+    "backoff": 0, "terminal": 0, "judge_names": 0,
     "files": 1, "config": 1,
     "store": 2,
     "sources": 3, "claims": 3, "embeddings": 3, "llm": 3, "scaffold": 3,

@@ -225,7 +225,8 @@ def test_init_lists_the_llm_section_and_the_judge_keeps_its_own_keys() -> None:
 def test_the_embedded_judge_has_one_name_and_local_still_loads(tmp_path: Path, caplog) -> None:
     """`judge.provider = "local"` loads as "embedded" with a one-line notice; confirm_judges names it
     "embedded" and still holds the stored rows' "local" labels for a curator."""
-    from monitor.verdicts.rules import EMBEDDED_JUDGE, Thresholds
+    from monitor.judge_names import EMBEDDED, stored_judge_name
+    from monitor.verdicts.rules import Thresholds
 
     config = tmp_path / "monitor.toml"
     config.write_text('[judge]\nprovider = "local"\n')
@@ -236,8 +237,8 @@ def test_the_embedded_judge_has_one_name_and_local_still_loads(tmp_path: Path, c
     assert notice == 'judge.provider "local" is now called "embedded"; read as "embedded"'
     assert Settings().judge_provider() == "embedded"
     assert Settings().verdicts.confirm_judges == ["embedded"]
-    assert Thresholds.from_settings(Settings().verdicts).confirm_judges == frozenset({EMBEDDED_JUDGE})
-    assert EMBEDDED_JUDGE == "local"  # what stored assessments carry, and their cache keys
+    assert Thresholds.from_settings(Settings().verdicts).confirm_judges == frozenset({"local"})
+    assert stored_judge_name(EMBEDDED) == "local"  # what stored assessments carry, and their cache keys
 
 
 # --- issue 33: every number finite and bounded, every text one plain line ---------------------------

@@ -27,7 +27,7 @@ from monitor.errors import JudgeError
 from monitor.schedule.pipeline import RunOptions, run_once
 from monitor.schedule.retest import retest
 from monitor.store import open_store
-from monitor.store.digests import unread_by_claim
+from monitor.store.pairs import PairScope, count_pairs, unread_by_claim
 from monitor.store.records import Digest, Run
 
 # The scripted LLM server, the small snapshot and the aiosmtpd mailbox of the run fault tests.
@@ -82,7 +82,7 @@ def assert_unread_claims_say_so(store, text: str) -> None:
     table row with no sentence)."""
     row = digest_row(store)
     with store.session() as s:
-        unread = unread_by_claim(s, row.period_start, row.period_end)
+        unread = unread_by_claim(count_pairs(s, PairScope(since=row.period_start, until=row.period_end)))
     stated = {cid: re.search(rf"^- `{re.escape(cid)}` .*?\): (.*)$", text, re.M) for cid in unread}
     stated = {cid: found[1] for cid, found in stated.items() if found}
     assert stated, "no claim with failed pairs is listed with its evidence"

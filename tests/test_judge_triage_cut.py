@@ -25,9 +25,10 @@ from monitor.judge.runner import judge_pending
 from monitor.judge.work import triage_cut
 from monitor.report.period import resolve_period
 from monitor.report.render import render
-from monitor.store.candidates import SCREEN_DROPPED, count_unjudged, week_index
+from monitor.store.candidates import SCREEN_DROPPED, week_index
 from monitor.store.db import Store
 from monitor.store.models import Assessment, Candidate
+from monitor.store.pairs import PairScope, count_judge_work, pair_tally
 
 WEEK = resolve_period("2026-W11")  # Monday 9 to Sunday 15 March 2026
 ABSTRACT = "We show that RL fine-tuning updates only a small subnetwork. The sparsity holds across scales."
@@ -89,9 +90,11 @@ def test_the_embedded_judge_reads_each_claims_top_k_of_a_week_and_the_rest_are_n
     again = judge_pending(store, settings)
     assert (again.pending, again.judged, again.below_cut) == (0, 0, 8)
     with store.session() as s:
-        assert count_unjudged(s, dt.date(2026, 3, 31), 2) == (0, 0)
-        assert count_unjudged(s, dt.date(2026, 3, 31), 2, below_cut=True) == (8, 4)
-        assert count_unjudged(s, dt.date(2026, 3, 31)) == (8, 4)  # an LLM judge's view: all pending
+        cut = PairScope(until=dt.date(2026, 3, 31), top_k=2)
+        assert count_judge_work(s, cut) == (0, 0)
+        assert pair_tally(s, cut).below_cut == 8
+        # An LLM judge's view (no cut): all pending, 8 pairs of 4 papers.
+        assert count_judge_work(s, PairScope(until=dt.date(2026, 3, 31))) == (8, 4)
     # `claim_ids` and `since` narrow the cut's count as they narrow the work.
     narrowed = judge_pending(store, settings, claim_ids=["c_a"], since=dt.date(2026, 3, 16), dry_run=True)
     assert (narrowed.pending, narrowed.below_cut) == (0, 1)

@@ -61,7 +61,9 @@ def _server_state(judge: JudgeCheck) -> str | None:
 
 
 def _print_judge(judge: JudgeCheck) -> None:
-    if judge.provider == "embedded":
+    from monitor.judge_names import triage_only_judge
+
+    if triage_only_judge(judge.provider):
         console.print("judge: the embedded model (offline; it misses most papers that bear on a claim)")
     else:
         where = judge.base_url or "the OpenAI API"

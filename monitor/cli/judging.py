@@ -193,7 +193,7 @@ def _show(step: str, result: Any) -> None:
 
 def _print_nothing_pending(data: dict[str, Any]) -> None:
     """A dry run with nothing to price: say so, and how to get the price the reader came for."""
-    from monitor.config import EMBEDDED
+    from monitor.judge_names import triage_only_judge
 
     judge = str(data["judge"])
     below = (
@@ -202,7 +202,7 @@ def _print_nothing_pending(data: dict[str, Any]) -> None:
         else ""
     )
     week = "`monitor judge --dry-run --alternatives` prices a week of new papers under each relevance setting"
-    if judge == EMBEDDED:
+    if triage_only_judge(judge):
         advice = (
             "The embedded judge calls nothing and costs nothing. What an LLM judge would cost: "
             "`monitor judge --dry-run --judge openai` prices every stored pair it has not judged, and "

@@ -60,7 +60,7 @@ def run_command(
 
 
 def _print_next_steps(counts: dict[str, Any]) -> None:
-    """A run's closing lines: what a sample run left unjudged, and, after the embedded judge, how to
+    """A run's closing lines: what a sample run left unjudged, and, after a triage-only judge, how to
     get an LLM judge. Printed every time: a newcomer reads them once and cron logs can spare them."""
     scope = counts.get("scope") or {}
     if scope.get("unjudged_pairs"):
@@ -70,9 +70,9 @@ def _print_next_steps(counts: dict[str, Any]) -> None:
             "them, then `monitor report` rewrites the digest.",
             highlight=False,
         )
-    from monitor.config import EMBEDDED, shown_judge
+    from monitor.judge_names import triage_only_judge
 
-    if shown_judge(str((counts.get("judge") or {}).get("judge"))) != EMBEDDED:
+    if not triage_only_judge(str((counts.get("judge") or {}).get("judge"))):
         return
     from monitor.judge.embedded import measured_coverage
 

@@ -55,6 +55,10 @@ class Judge(abc.ABC):
     # Its labels get a second, closer reading before they count (judge/second_look.py): an LLM's do; the
     # embedded judge's stances wait for a curator instead.
     second_look: bool = False
+    # Its stances are triage: they rank papers close to a claim, wait for a curator before they move a
+    # verdict, and a large library's candidates are read only down to a cut (judge/work.py
+    # `triage_cut`). Code that has only a stored row asks `monitor.judge_names.triage_only_judge`.
+    triage_only: bool = False
     prompts: JudgePrompts | None = None  # its templates, when it renders any (token estimates use them)
 
     def prepare(self, papers: list[PaperText]) -> None:

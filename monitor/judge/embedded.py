@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from monitor.config import EMBEDDED_JUDGE_STORED
 from monitor.errors import ConfigError
 from monitor.judge.base import LABELS, Judge, Judgement, Label
 from monitor.judge.sentences import Sentence, split_sentences
+from monitor.judge_names import EMBEDDED, stored_judge_name
 from monitor.llm.texts import ClaimText, PaperText, Recorder
 from monitor.text import words
 
@@ -270,10 +270,13 @@ def measured_coverage(directory: Path | None = None) -> Coverage | None:
 class EmbeddedJudge(Judge):
     """The distilled cross-encoder; deterministic and offline."""
 
-    name = EMBEDDED_JUDGE_STORED  # stored on its assessments and part of their cache keys
+    name = stored_judge_name(EMBEDDED)  # stored on its assessments and part of their cache keys
     prompt_version = "student-v1"
     # All of a paper's claims in one call: the abstract is split once for them.
     claims_per_call = 64
+    # It ranks papers for triage: its stances wait for a curator, and a large library's candidates are
+    # read only down to its cut (`judge.embedded_top_k`).
+    triage_only = True
 
     def __init__(self, settings: object | None = None, *, directory: Path | None = None) -> None:
         del settings  # the embedded model has nothing to configure

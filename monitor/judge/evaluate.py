@@ -15,11 +15,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from monitor.config import shown_judge
 from monitor.errors import InputError, JudgeError
 from monitor.judge.base import LABELS, Judge, Label
 from monitor.judge.grounding import ground
 from monitor.judge.second_look import SecondReading
+from monitor.judge_names import shown_judge
 from monitor.llm.texts import ClaimText, PaperText
 
 _REQUIRED_TEXT = ("claim", "title", "abstract")

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from monitor.config import EMBEDDED, Settings, embedded_alias
+from monitor.config import Settings, embedded_alias
 from monitor.errors import ConfigError
 from monitor.judge.base import Judge
+from monitor.judge_names import EMBEDDED
 
 PROVIDERS = (EMBEDDED, "openai")
 

@@ -1,11 +1,12 @@
 """Judging what is pending: candidates without an assessment for the current cache key.
 
-A pair is pending when its candidate row is for the paper's latest version, its claim is active, and no
-assessment exists under its cache key: sha256 of (arxiv_id, version, claim text, judge, model, prompt
-version). Changing the model or a prompt therefore re-judges everything once; nothing else does. The
-claims of one paper are judged together in calls of `judge.claims_per_call`, at most `concurrency`
-calls at a time. Each assessment is written in its own small transaction as soon as its call returns,
-so a crash loses only calls in flight and a rerun finishes the rest without duplicating anything.
+A pair is pending for a judge when its candidate row is for the paper's latest version, its claim is
+active, and no assessment exists under its cache key: sha256 of (arxiv_id, version, claim text, judge,
+model, prompt version) (store/pairs.py, the one definition of a pair's state). Changing the model or
+a prompt therefore re-judges everything once; nothing else does. The claims of one paper are judged
+together in calls of `judge.claims_per_call`, at most `concurrency` calls at a time. Each assessment
+is written in its own small transaction as soon as its call returns, so a crash loses only calls in
+flight and a rerun finishes the rest without duplicating anything.
 
 "Current" means the latest assessment per (arxiv_id, claim_id): writing one marks every older row of
 that pair `is_current = False` (whatever its version, judge, model or prompt). History is never
@@ -31,8 +32,8 @@ from monitor.judge.work import (
     JudgeSummary,
     estimate_judge_units,
     judge_cached_tokens,
+    judge_cut,
     pending_units,
-    store_triage_cut,
 )
 from monitor.judge.writer import AssessmentWriter
 from monitor.llm.cost import token_cost
@@ -40,8 +41,8 @@ from monitor.llm.engine import TokenBudget, run_live
 from monitor.llm.recorder import ExchangeRecorder
 from monitor.llm.units import WorkUnit
 from monitor.progress import progress_bar
-from monitor.store.candidates import count_unjudged
 from monitor.store.db import Store
+from monitor.store.pairs import PairScope, pair_tally
 from monitor.store.runs import partial_on_failure
 
 # Units whose papers a judge's `prepare` (the embedded one) encodes together, well under its cache.
@@ -88,7 +89,8 @@ def judge_pending(
     summary = JudgeSummary(
         judge=judge.name, model=judge.model, prompt_version=judge.prompt_version, dry_run=dry_run
     )
-    summary.triage_cut = store_triage_cut(store, settings, judge.name)
+    with store.session() as session:
+        summary.triage_cut = judge_cut(session, settings, judge.triage_only)
     units = pending_units(
         store,
         judge,
@@ -100,10 +102,9 @@ def judge_pending(
         top_k=summary.triage_cut,
     )
     if summary.triage_cut is not None:
+        scope = PairScope(since=since, claim_ids=claim_ids, top_k=summary.triage_cut)
         with store.session() as session:
-            summary.below_cut, _ = count_unjudged(
-                session, dt.date.max, summary.triage_cut, below_cut=True, claim_ids=claim_ids, since=since
-            )
+            summary.below_cut = pair_tally(session, scope).below_cut
     summary.pending = sum(len(u.pairs) for u in units)
     summary.papers = len({(u.paper.arxiv_id, u.paper.version) for u in units})
     estimated = estimate_judge_units(units, judge.prompts or load_prompts(settings.judge.prompts_dir))

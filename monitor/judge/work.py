@@ -1,50 +1,36 @@
-"""The judge's work: pending (paper version, claim) pairs, grouped into calls (monitor/llm/units.py),
-and what a run did.
+"""The judge's work, grouped into calls (monitor/llm/units.py), and what a run did.
 
-A pair is pending when its candidate row is for the paper's latest version, its claim is active, its
-LLM screen (if any) kept it, and no assessment exists under its cache key (see `cache_key`). Parked
-pairs are left out unless forced. The embedded judge, which only ranks papers for triage, reads a
-large library's candidates only down to its triage cut (`triage_cut`): the pairs below it are not its
-work, so they are neither pending nor failed for it; an LLM judge reads them.
+Which pairs are its work is store/pairs.py's one definition (`judge_rows`: pending or failed for this
+judge, by its cache key; parked ones left out unless forced). A triage-only judge (the embedded one)
+reads a large library's candidates only down to its triage cut (`triage_cut`): the pairs below it are
+not its work, so they are neither pending nor failed for it; a judge that reads stance reads them.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-import json
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
-from itertools import chain
 from typing import Any, ClassVar
 
-from sqlalchemy import Row
+from sqlalchemy.orm import Session
 
 from monitor.claims.ids import text_hash
-from monitor.config import EMBEDDED_JUDGE_STORED, Settings, shown_judge
+from monitor.config import Settings
 from monitor.judge.base import LABELS, Judge
 from monitor.judge.prompts import JudgePrompts
 from monitor.judge.second_look import SecondLookSummary
+from monitor.judge_names import shown_judge, triage_only_judge
 from monitor.llm.cost import cached_prefix, estimate_tokens
 from monitor.llm.texts import ClaimText, PaperText
 from monitor.llm.units import CallCounts, Pair, UnitPricing, WorkUnit, group_units
-from monitor.store.assessments import judged_keys
-from monitor.store.candidates import pairs_to_judge
 from monitor.store.claims import active_totals
 from monitor.store.db import Store
-from monitor.store.failures import parked_keys
-from monitor.store.runs import StageNotes
+from monitor.store.pairs import PairScope, PairState, WorkRow, count_judge_work, judge_rows
+from monitor.store.runs import StageNotes, last_judge
 
 # Rough size of one claim's answer, for estimates before anything is called.
 COMPLETION_TOKENS_PER_CLAIM = 120
-
-
-def cache_key(
-    arxiv_id: str, version: int, claim_text: str, judge: str, model: str, prompt_version: str
-) -> str:
-    """The identity of one judgement: the same inputs are never judged twice (unless forced)."""
-    payload = json.dumps([arxiv_id, version, claim_text, judge, model, prompt_version], ensure_ascii=False)
-    return hashlib.sha256(payload.encode()).hexdigest()
 
 
 @dataclass
@@ -102,27 +88,41 @@ class JudgeSummary(CallCounts):
         )
 
 
-def triage_cut(settings: Settings, embedded: bool, active_claims: int) -> int | None:
+def triage_cut(settings: Settings, triage_only: bool, active_claims: int) -> int | None:
     """How many candidates per claim and ISO week a judge reads, by relevance score; None: all.
 
-    Only the `embedded` judge has a cut (`judge.embedded_top_k`), and only for a library of more than
+    Only a `triage_only` judge has a cut (`judge.embedded_top_k`), and only for a library of more than
     `judge.embedded_cut_above_claims` active claims: it ranks papers for triage and asserts no stance,
-    so reading a thousand claims' every candidate is work no digest shows (docs/scale.md). An LLM
-    judge's labels count toward verdicts: it reads every candidate.
+    so reading a thousand claims' every candidate is work no digest shows (docs/scale.md). A judge that
+    reads stance has labels that count toward verdicts: it reads every candidate.
     """
     cfg = settings.judge
-    if not embedded or cfg.embedded_top_k is None:
+    if not triage_only or cfg.embedded_top_k is None:
         return None
     return cfg.embedded_top_k if active_claims > cfg.embedded_cut_above_claims else None
 
 
-def store_triage_cut(store: Store, settings: Settings, judge_name: str) -> int | None:
-    """`triage_cut` for the judge stored as `judge_name` and the store's library as it is now."""
-    embedded = judge_name == EMBEDDED_JUDGE_STORED
-    if not embedded or settings.judge.embedded_top_k is None:
+def judge_cut(session: Session, settings: Settings, triage_only: bool) -> int | None:
+    """`triage_cut` for a judge that is (or is not) `triage_only`, and the store's library as it is now."""
+    if not triage_only or settings.judge.embedded_top_k is None:
         return None
+    return triage_cut(settings, triage_only, active_totals(session)["claims"])
+
+
+def ran_cut(session: Session, settings: Settings) -> int | None:
+    """The cut of the judge that last judged this store: the one the newest judging run recorded (so the
+    digest after `monitor run --judge embedded` counts what that run left below its cut, whatever the
+    config names), else the configured one."""
+    name = last_judge(session) or settings.judge_provider()
+    return judge_cut(session, settings, triage_only_judge(name))
+
+
+def count_unjudged(store: Store, settings: Settings, judge: Judge, until: dt.date) -> tuple[int, int]:
+    """(pairs, papers) of papers published by `until` that are `judge`'s work (store/pairs.py
+    `count_judge_work`, with its cut): left for `monitor judge` by a run that judged a period only."""
     with store.session() as session:
-        return triage_cut(settings, embedded, active_totals(session)["claims"])
+        scope = PairScope(until=until, top_k=judge_cut(session, settings, judge.triage_only))
+        return count_judge_work(session, scope)
 
 
 def pending_units(
@@ -135,53 +135,41 @@ def pending_units(
     summary: JudgeSummary | None = None,
     top_k: int | None = None,
 ) -> list[WorkUnit]:
-    """The work a run would do, grouped by paper version and chunked by the judge's claims_per_call.
+    """The work a run would do (store/pairs.py `judge_rows`), grouped by paper version and chunked by the
+    judge's claims_per_call.
 
     Parked pairs are left out unless `force` or `retry_parked`; `summary.parked` counts them. With
     `top_k` (`triage_cut`), only each claim's `top_k` candidates of a week by relevance score.
     """
+    scope = PairScope(since=since, claim_ids=claim_ids, top_k=top_k)
     with store.session() as session:
-        rows = pairs_to_judge(session, claim_ids, since, top_k)
-        first = next(rows, None)
-        if first is None:
-            return []
-        done = (
-            set() if force else judged_keys(session, judge.name, judge.model, judge.prompt_version, claim_ids)
-        )
-        parked = set() if force or retry_parked else parked_keys(session)
-        return group_units(
-            _pending(chain([first], rows), judge, done, parked, summary), judge.claims_per_call
-        )
+        rows = judge_rows(session, judge, scope, force=force, retry_parked=retry_parked)
+        return group_units(_pending(rows, summary), judge.claims_per_call)
 
 
-def _pending(
-    rows: Iterable[Row[Any]], judge: Judge, done: set[str], parked: set[str], summary: JudgeSummary | None
-) -> Iterator[tuple[PaperText, Pair]]:
-    """The rows' pairs not judged under their cache key yet and not parked (`summary.parked` counts those).
+def _pending(rows: Iterable[WorkRow], summary: JudgeSummary | None) -> Iterator[tuple[PaperText, Pair]]:
+    """The rows' pairs to ask, but those parked (`summary.parked` counts them).
 
     Rows come paper by paper: a paper's text is kept once, not once per claim (a large library's 400,000
     pending pairs held a gigabyte of abstracts), and each claim once.
     """
     paper: PaperText | None = None
     claims: dict[tuple[str, str, str | None], tuple[ClaimText, str]] = {}
-    for arxiv_id, version, claim_id, text, date_text, published, title, abstract in rows:
-        key = cache_key(arxiv_id, version, text, judge.name, judge.model, judge.prompt_version)
-        if key in done:
-            continue
-        if key in parked:
+    for row in rows:
+        if row.state is PairState.PARKED:
             if summary is not None:
                 summary.parked += 1
             continue
-        if paper is None or (paper.arxiv_id, paper.version) != (arxiv_id, version):
-            day = published.isoformat() if published else None
-            paper = PaperText(arxiv_id, version, title or "", abstract or "", day)
-        claim = claims.get((claim_id, text, date_text))
+        if paper is None or (paper.arxiv_id, paper.version) != (row.arxiv_id, row.version):
+            day = row.published.isoformat() if row.published else None
+            paper = PaperText(row.arxiv_id, row.version, row.title, row.abstract, day)
+        claim = claims.get((row.claim_id, row.claim_text, row.date_text))
         if claim is None:
-            claim = claims[claim_id, text, date_text] = (
-                ClaimText(claim_id, text, date_text),
-                text_hash(text),
+            claim = claims[row.claim_id, row.claim_text, row.date_text] = (
+                ClaimText(row.claim_id, row.claim_text, row.date_text),
+                text_hash(row.claim_text),
             )
-        yield paper, Pair(claim[0], key, claim[1])
+        yield paper, Pair(claim[0], row.key, claim[1])
 
 
 def judge_pricing(prompts: JudgePrompts) -> UnitPricing:

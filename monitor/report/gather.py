@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
+from dataclasses import dataclass, replace
 
 from sqlalchemy.orm import Session
 
-from monitor.config import EMBEDDED, Settings
+from monitor.config import Settings
 from monitor.judge.embedded import measured_coverage, sentence_overlap, surface_words
 from monitor.judge.sentences import split_sentences
-from monitor.judge.work import triage_cut
+from monitor.judge.work import ran_cut
+from monitor.judge_names import triage_only_judge
 from monitor.llm.cost import token_cost
 from monitor.relevance.bm25 import Lexicon, load_lexicon
 from monitor.report.period import Period, day_range
@@ -40,18 +42,24 @@ from monitor.report.views import (
     TriageView,
 )
 from monitor.review.rewording import open_views
-from monitor.store.candidates import count_unjudged
 from monitor.store.claims import active_claims, lines_by_claim
 from monitor.store.db import Store
-from monitor.store.digests import period_pairs, period_usage, unread_by_claim
-from monitor.store.failures import count_parked
+from monitor.store.digests import period_usage
 from monitor.store.lines import active_lines, ungrounded_anchors
 from monitor.store.models import Anchor, Claim, Line
+from monitor.store.pairs import (
+    PairCount,
+    PairScope,
+    PairTally,
+    Reading,
+    count_judge_work,
+    count_pairs,
+    readings,
+    unread_by_claim,
+)
 from monitor.store.papers import abstracts_of, count_first_seen, count_published
-from monitor.store.reading import Reading, claim_readings
 from monitor.verdicts.rollup import OutcomeRun, settle_outcomes, stored_outcomes
 from monitor.verdicts.rules import (
-    EMBEDDED_JUDGE,
     STATUSES,
     EvidenceItem,
     EvidenceSummary,
@@ -68,8 +76,8 @@ LATER_SENTENCE_SHARE = 0.8
 
 
 def _triaged(item: EvidenceItem, now: Outcome) -> bool:
-    """The embedded judge's stance that nobody confirmed, or withheld: listed without a stance."""
-    return item.judge == EMBEDDED_JUDGE and not item.reviewed and (item.abstained or item in now.held)
+    """A triage-only judge's stance that nobody confirmed, or withheld: listed without a stance."""
+    return triage_only_judge(item.judge) and not item.reviewed and (item.abstained or item in now.held)
 
 
 def _claim_view(
@@ -128,8 +136,8 @@ def _unsure(now: Outcome, period: Period) -> list[EvidenceView]:
     unsure = [
         EvidenceView(i, True)
         for i in now.withheld
-        if period.contains(i.appeared) and i.judge != EMBEDDED_JUDGE and i.grounded and not i.abstained
-        and i.second_look != "pending" and not i.source
+        if period.contains(i.appeared) and not triage_only_judge(i.judge) and i.grounded
+        and not i.abstained and i.second_look != "pending" and not i.source
     ]
     return sorted(unsure, key=lambda v: (-v.item.confidence, v.item.arxiv_id))
 
@@ -188,7 +196,31 @@ def _urgency(view: ClaimView) -> tuple[int, int, str]:
     return (0 if view.changed else 1, order.get(view.status, 9), view.id)
 
 
-def _summary(s: Session, settings: Settings, period: Period, claims: list[ClaimView]) -> Summary:
+@dataclass
+class PeriodPairs:
+    """What became of the pairs a digest accounts for (store/pairs.py, read once): the period's, and all
+    of papers published by its end, against the cut of the judge that last judged the store."""
+
+    cut: int | None
+    in_period: list[PairCount]
+    to_date: list[PairCount]
+    unjudged: tuple[int, int]  # (pairs, papers) published by the period's end that are the judge's work
+
+    @classmethod
+    def read(cls, s: Session, settings: Settings, period: Period) -> PeriodPairs:
+        cut = ran_cut(s, settings)
+        to_date = PairScope(until=period.end, top_k=cut)
+        return cls(
+            cut,
+            count_pairs(s, replace(to_date, since=period.start)),
+            count_pairs(s, to_date),
+            count_judge_work(s, to_date),
+        )
+
+
+def _summary(
+    s: Session, settings: Settings, period: Period, claims: list[ClaimView], pairs: PeriodPairs
+) -> Summary:
     start, stop = day_range(period)
     usage = period_usage(s, period.start, period.end, start, stop, period.key)
     # Priced as the judge prices its own calls (llm/cost.py): cached prompt tokens at their rate, Batch API
@@ -207,10 +239,8 @@ def _summary(s: Session, settings: Settings, period: Period, claims: list[ClaimV
         cached_tokens=usage.batch_cached_tokens,
     )
     counts = Counter(c.status for c in claims)
-    # Pairs below the embedded judge's triage cut are not its work: counted apart, not as "not judged yet".
-    cut = triage_cut(settings, settings.judge_provider() == EMBEDDED, len(claims))
-    unjudged_pairs, unjudged_papers = count_unjudged(s, period.end, cut)
-    below_cut, _ = count_unjudged(s, period.end, cut, below_cut=True, since=period.start)
+    # Pairs below a triage-only judge's cut are not its work: counted apart, not as "not judged yet".
+    judging = PairTally.of(pairs.in_period)
     return Summary(
         counts={status: counts.get(status, 0) for status in STATUSES},
         changed=sorted((c for c in claims if c.changed), key=_urgency),
@@ -219,18 +249,18 @@ def _summary(s: Session, settings: Settings, period: Period, claims: list[ClaimV
         pairs_judged=usage.judged,
         new_evidence=sum(len(c.new_evidence) + c.more_evidence for c in claims),
         triaged=sum(len(c.triage) + c.more_triage for c in claims),
-        judging=period_pairs(s, period.start, period.end),
+        judging=judging,
         for_review=sum(c.review_count for c in claims),
         tokens=usage.prompt_tokens + usage.completion_tokens,
         cost_usd=float(cost),
-        parked=count_parked(s),
+        parked=PairTally.of(pairs.to_date).parked,
         judged_embedded=usage.judged_embedded,
         embedded_coverage=measured_coverage() if usage.judged_embedded else None,
         evidence=EvidenceSummary.total([c.evidence for c in claims]),
-        unjudged_pairs=unjudged_pairs,
-        unjudged_papers=unjudged_papers,
-        triage_cut=cut,
-        below_cut=below_cut,
+        unjudged_pairs=pairs.unjudged[0],
+        unjudged_papers=pairs.unjudged[1],
+        triage_cut=pairs.cut,
+        below_cut=judging.below_cut,
     )
 
 
@@ -262,17 +292,18 @@ def gather_digest(
             for c in claims
         }
         _quote_triage(s, claims, views)
-        for claim_id, unread in unread_by_claim(s, period.start, period.end).items():
+        pairs = PeriodPairs.read(s, settings, period)
+        for claim_id, unread in unread_by_claim(pairs.in_period).items():
             if claim_id in views:
                 views[claim_id].unread = unread
-        for claim_id, reading in claim_readings(s, period.end).items():
+        for claim_id, reading in readings(pairs.to_date).items():
             if claim_id in views:
                 views[claim_id].reading = reading
-        in_period = claim_readings(s, period.end, period.start)
+        in_period = readings(pairs.in_period)
         line_rows = {ln.id: ln for ln in active_lines(s)}
         # An anchor nobody checked yet is not news; one checked and not found as cited is.
         anchors = [a for a in ungrounded_anchors(s) if a.status != "unverified"]
-        summary = _summary(s, settings, period, list(views.values()))
+        summary = _summary(s, settings, period, list(views.values()), pairs)
     for proposal in open_views(store, list(views)):
         views[proposal.claim_id].proposal = proposal
         summary.proposals += 1
@@ -298,9 +329,7 @@ def gather_digest(
     )
 
 
-def settle_period(
-    store: Store, settings: Settings, period: Period, run_id: int | None = None
-) -> OutcomeRun:
+def settle_period(store: Store, settings: Settings, period: Period, run_id: int | None = None) -> OutcomeRun:
     """The verdicts stage's outcomes at the period's dates, computed where the evidence changed since
     they were stored: what a run does once before anything calls `gather_digest` (the outcomes stage,
     schedule/flow.py; report/channels.py `SettledPeriods` for a digest delivered on its own)."""

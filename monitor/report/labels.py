@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from monitor.config import shown_judge
+from monitor.judge_names import shown_judge
 from monitor.verdicts.rules import EvidenceItem
 
 STRENGTHS = ("direct", "indirect", "weak")

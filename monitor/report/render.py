@@ -22,8 +22,9 @@ import jinja2
 import jinja2.nodes
 import markupsafe
 
-from monitor.config import Settings, shown_judge
+from monitor.config import Settings
 from monitor.errors import ConfigError
+from monitor.judge_names import shown_judge
 from monitor.markup import plain_text
 from monitor.sources.base import arxiv_url
 

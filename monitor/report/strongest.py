@@ -20,13 +20,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from monitor.config import Settings, shown_judge
+from monitor.config import Settings
+from monitor.judge_names import shown_judge, triage_only_judge
 from monitor.report.labels import label_phrase
 from monitor.report.period import Period, day_range
 from monitor.sources.base import arxiv_url
 from monitor.store.db import Store
 from monitor.store.digests import JudgedPair, judged_pairs
-from monitor.verdicts.rules import EMBEDDED_JUDGE, EvidenceItem, Outcome, Thresholds, strength
+from monitor.verdicts.rules import EvidenceItem, Outcome, Thresholds, strength
 
 if TYPE_CHECKING:  # views.py imports this module's dataclasses
     from monitor.report.views import ClaimView, LineView
@@ -78,8 +79,8 @@ class JudgeReading:
         return _judge_name(self.judge)
 
     @property
-    def embedded(self) -> bool:
-        return self.judge == EMBEDDED_JUDGE
+    def triage_only(self) -> bool:
+        return triage_only_judge(self.judge)
 
 
 @dataclass
@@ -99,12 +100,12 @@ class StrongestWork:
 
     @property
     def read_by_embedded(self) -> int:
-        return sum(r.pairs for r in self.read if r.embedded)
+        return sum(r.pairs for r in self.read if r.triage_only)
 
     @property
     def read_by_llm(self) -> int:
         """Pairs a judge that reads stance answered: only these can find (or fail to find) such work."""
-        return sum(r.pairs for r in self.read if not r.embedded)
+        return sum(r.pairs for r in self.read if not r.triage_only)
 
 
 def _judge_name(judge: str) -> str:
@@ -138,9 +139,9 @@ def attach_strongest(
         for claim_id in claims:
             outcome = outcomes[claim_id]
             findings += [(claim_id, i) for i in counts_toward_verdicts(outcome, th)]
-            # A stated stance waiting for a curator; never a withheld one, nor the embedded triage's.
+            # A stated stance waiting for a curator; never a withheld one, nor a triage-only judge's.
             candidates += [
-                (claim_id, i) for i in outcome.held if i.judge != EMBEDDED_JUDGE and not i.abstained
+                (claim_id, i) for i in outcome.held if not triage_only_judge(i.judge) and not i.abstained
             ]
         section = StrongestWork(
             findings=_ranked(findings, claims, period, th, candidate=False),

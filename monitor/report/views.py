@@ -13,8 +13,7 @@ from monitor.report.research import ResearchQuestions, not_asked
 from monitor.report.strongest import StrongestWork
 from monitor.review.rewording import ProposalView
 from monitor.sources.base import arxiv_url
-from monitor.store.digests import PairTally
-from monitor.store.reading import Reading
+from monitor.store.pairs import PairTally, Reading
 from monitor.verdicts.rules import MEANINGS, UNTESTED, EvidenceItem, EvidenceSummary
 
 # New evidence shown per claim; the rest is one line pointing at `monitor show` (a week of real volume

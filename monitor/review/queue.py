@@ -22,9 +22,10 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session
 
-from monitor.config import Settings, shown_judge
+from monitor.config import Settings
 from monitor.errors import NotFound, UsageError
 from monitor.files import write_atomic
+from monitor.judge_names import shown_judge
 from monitor.sources.base import arxiv_url
 from monitor.store.claims import active_claims
 from monitor.store.db import Store

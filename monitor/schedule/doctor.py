@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from monitor.config import EMBEDDED, Settings
+from monitor.config import Settings
 from monitor.errors import MonitorError
+from monitor.judge_names import EMBEDDED
 from monitor.llm.servers import Detection, FoundServer, find_servers, list_models
 from monitor.store.claims import active_totals
 from monitor.store.db import open_store, redact, require_existing

@@ -23,6 +23,7 @@ from monitor.store.db import Store
 from monitor.store.runs import RunRecord, run_status
 
 if TYPE_CHECKING:
+    from monitor.judge.base import Judge
     from monitor.report.digest import DigestResult
     from monitor.report.period import Period
 
@@ -95,7 +96,7 @@ def run_once(
         job.scope, judged = _digest_scope(store, settings, opts, run)  # the papers are in: it stays
         flow.run(*JUDGING)
         if judged is not None:
-            judged.count_unjudged(store, settings, job.judge_in_use().name)
+            judged.count_unjudged(store, settings, job.judge_in_use())
             run.record(judged)
         flow.run("verdicts", *(REPORTING if job.scope.period is not None else ()))
         check_final(flow.done.get("report"))
@@ -170,15 +171,12 @@ class JudgeScope:
     judged_from: dt.date
     unjudged: tuple[int, int] | None = None  # (pairs, papers), counted after judging
 
-    def count_unjudged(self, store: Store, settings: Settings, judge_name: str) -> None:
-        """The pairs published earlier left pending for the judge that ran (not those below the
-        embedded judge's triage cut: not its work)."""
-        from monitor.judge.work import store_triage_cut
-        from monitor.store.candidates import count_unjudged
+    def count_unjudged(self, store: Store, settings: Settings, judge: Judge) -> None:
+        """The pairs published earlier left pending for the judge that ran (not those below a
+        triage-only judge's cut: not its work)."""
+        from monitor.judge.work import count_unjudged
 
-        cut = store_triage_cut(store, settings, judge_name)
-        with store.session() as s:
-            self.unjudged = count_unjudged(s, self.judged_from - dt.timedelta(days=1), cut)
+        self.unjudged = count_unjudged(store, settings, judge, self.judged_from - dt.timedelta(days=1))
 
     def stage_counts(self) -> dict[str, Any]:
         counts: dict[str, Any] = {"period": self.period, "judged_from": self.judged_from.isoformat()}

@@ -1,19 +1,17 @@
-"""Recorded digests (`digests` rows) and the judging work a digest period accounts for."""
+"""Recorded digests (`digests` rows) and the judging work a digest period accounts for (what became of
+its pairs is store/pairs.py's)."""
 
 from __future__ import annotations
 
 import datetime as dt
-from collections import Counter
 from typing import Any, NamedTuple
 
 from sqlalchemy import ColumnElement, Select, case, false, func, select
 from sqlalchemy.orm import Session
 
-from monitor.config import EMBEDDED_JUDGE_STORED
-from monitor.store.candidates import SCREEN_DROPPED, SCREEN_PENDING
-from monitor.store.claims import is_active
-from monitor.store.models import Assessment, Candidate, Claim, Paper, SecondLook
-from monitor.store.records import Digest, JudgeFailure, LLMExchange, Run
+from monitor.judge_names import triage_only_stored
+from monitor.store.models import Assessment, Candidate, Paper, SecondLook
+from monitor.store.records import Digest, LLMExchange, Run
 
 # `digests.stats` keys that record mail delivery (monitor/report/delivery.py), not the rendering:
 # re-rendering a digest keeps them, so a later run still knows what an earlier send did.
@@ -32,7 +30,7 @@ class PeriodUsage(NamedTuple):
     judged: int
     prompt_tokens: int
     completion_tokens: int
-    judged_embedded: int = 0  # of `judged`, by the embedded offline judge (`local`)
+    judged_embedded: int = 0  # of `judged`, by a triage-only judge (the embedded offline one)
     batch_prompt_tokens: int = 0  # of the tokens, those answered through the Batch API (half price)
     batch_completion_tokens: int = 0
     cached_tokens: int = 0  # of the prompt tokens, served from the provider's prefix cache (a cheaper rate)
@@ -106,7 +104,7 @@ def period_usage(
     judged, embedded = session.execute(
         select(
             func.count(),
-            func.coalesce(func.sum(case((Assessment.judge == EMBEDDED_JUDGE_STORED, 1), else_=0)), 0),
+            func.coalesce(func.sum(case((Assessment.judge.in_(triage_only_stored()), 1), else_=0)), 0),
         )
         .select_from(Assessment)
         .where(judged_here)
@@ -149,66 +147,6 @@ def period_usage(
         int(cached),
         int(batch_cached),
     )
-
-
-class PairTally(NamedTuple):
-    """What became of a period's candidate pairs: (paper published in the period, active claim), on
-    the paper's latest version, not dropped by an LLM screen."""
-
-    pairs: int = 0
-    judged: int = 0  # a current assessment
-    failed: int = 0  # the judge's answer was unusable; asked again by the next run
-    parked: int = 0  # failed too often: no longer asked until `monitor retest`
-    pending: int = 0  # not asked yet (or waiting for the LLM screen)
-    # With the LLM screen (relevance.screen): of `pending`, the pairs it has not answered yet (its call
-    # failed, or the run stopped), and, besides `pairs`, those it read and found not to bear.
-    awaiting_screen: int = 0
-    screened_out: int = 0
-
-
-def _period_keys(
-    session: Session, first: dt.date, last: dt.date, model: type[Any], *where: Any
-) -> set[tuple[str, str]]:
-    """(arxiv id, claim id) of `model`'s rows about papers published `first`..`last`, on the paper's
-    latest version, for active claims."""
-    query = (
-        select(model.arxiv_id, model.claim_id)
-        .join(Paper, Paper.arxiv_id == model.arxiv_id)
-        .join(Claim, Claim.id == model.claim_id)
-        .where(model.version == Paper.version, Paper.published.between(first, last), is_active(), *where)
-    )
-    return {(a, c) for a, c in session.execute(query)}
-
-
-def _judged_failing_parked(
-    session: Session, first: dt.date, last: dt.date
-) -> tuple[set[tuple[str, str]], set[tuple[str, str]], set[tuple[str, str]]]:
-    judged = _period_keys(session, first, last, Assessment, Assessment.is_current.is_(True))
-    failing = _period_keys(session, first, last, JudgeFailure, JudgeFailure.parked_at.is_(None)) - judged
-    parked = _period_keys(session, first, last, JudgeFailure, JudgeFailure.parked_at.is_not(None)) - judged
-    return judged, failing, parked
-
-
-def period_pairs(session: Session, first: dt.date, last: dt.date) -> PairTally:
-    """How many of the candidate pairs of papers published `first`..`last` are judged, failed, parked
-    or not yet judged: what a digest of the period rests on."""
-    judged, failing, parked = _judged_failing_parked(session, first, last)
-    screened = Candidate.screen.is_(None) | (Candidate.screen != SCREEN_DROPPED)
-    pairs = _period_keys(session, first, last, Candidate, screened) | judged | failing | parked
-    pending = pairs - judged - failing - parked
-    awaiting = _period_keys(session, first, last, Candidate, Candidate.screen == SCREEN_PENDING) & pending
-    dropped = _period_keys(session, first, last, Candidate, Candidate.screen == SCREEN_DROPPED) - pairs
-    return PairTally(
-        len(pairs), len(judged), len(failing - parked), len(parked), len(pending), len(awaiting), len(dropped)
-    )
-
-
-def unread_by_claim(session: Session, first: dt.date, last: dt.date) -> dict[str, int]:
-    """Per claim, its candidate pairs of papers published `first`..`last` that failed or were parked
-    and have no current judgement: pairs the judge could not read, which a digest must not count as
-    "no relevant paper"."""
-    _, failing, parked = _judged_failing_parked(session, first, last)
-    return dict(Counter(claim_id for _, claim_id in failing | parked))
 
 
 def save_digest(

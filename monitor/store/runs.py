@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from sqlalchemy import select, update
+from sqlalchemy.orm import Session
 
 from monitor.files import pid_alive
 from monitor.store.db import Store
@@ -138,6 +139,13 @@ def run_status(store: Store, run_id: int) -> str:
     """The status a run's row ended (or is still) in."""
     with store.session() as s:
         return s.get(Run, run_id).status  # type: ignore[union-attr]
+
+
+def last_judge(session: Session) -> str | None:
+    """The judge (as the run recorded it) of the newest run that judged: its `judge` stage, saved after
+    that step (`save_progress`), so a run's own digest reads the judge that run used."""
+    judge = Run.counts[("judge", "judge")].as_string()
+    return session.scalar(select(judge).where(judge.is_not(None)).order_by(Run.id.desc()).limit(1))
 
 
 def save_progress(store: Store, record: RunRecord) -> None:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from monitor.config import Settings, shown_judge
+from monitor.config import Settings
 from monitor.errors import NotFound, UsageError
+from monitor.judge_names import shown_judge
 from monitor.store.claims import claim_ids_with_prefix, lines_of_claim
 from monitor.store.db import Store
 from monitor.store.models import Claim

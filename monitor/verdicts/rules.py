@@ -42,7 +42,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
-from monitor.config import EMBEDDED, EMBEDDED_JUDGE_STORED
+from monitor.judge_names import EMBEDDED, stored_judge_name
 
 # Part of every stored outcome's fingerprint (rollup.py): bump it when a rule, or what `Outcome` keeps,
 # changes, so outcomes stored by the older code are computed again rather than read.
@@ -99,8 +99,6 @@ STRENGTH_FACTOR = {"direct": 1.0, "indirect": 0.75, "weak": 0.4}
 ANCHOR_CONFIDENCE = 0.5
 WEAK_SIDE_CAP = 0.6
 
-# The name the embedded judge's assessments are stored under (config and output call it "embedded").
-EMBEDDED_JUDGE = EMBEDDED_JUDGE_STORED
 # How strongly a label bears against a claim; used to rank "the strongest" piece of work.
 _AGAINST = {"OVERTURNS": 2, "RELAXES": 1}
 
@@ -166,7 +164,7 @@ def _day(text: str | None) -> dt.date | None:
 # judge's with a capable LLM (the teacher) answering, domain_dev and SciFact dev pooled: SUPPORTS
 # 136/158, RELAXES 8/10, OVERTURNS 68/87. Your own LLM may differ: measure it with `monitor eval`.
 DEFAULT_PRECISION: dict[str, dict[str, float]] = {
-    "local": {"SUPPORTS": 0.76, "RELAXES": 0.7, "OVERTURNS": 0.71},
+    stored_judge_name(EMBEDDED): {"SUPPORTS": 0.76, "RELAXES": 0.7, "OVERTURNS": 0.71},
     "openai": {"SUPPORTS": 0.86, "RELAXES": 0.8, "OVERTURNS": 0.78},
 }
 UNKNOWN_JUDGE_PRECISION = 0.5  # a judge nobody measured: its labels need corroboration
@@ -183,7 +181,7 @@ class Thresholds:
     precision: Mapping[str, Mapping[str, float]] = field(default_factory=lambda: DEFAULT_PRECISION)
     # Judges whose labels move a verdict only once a curator confirmed them. Read against the
     # abstracts, about half of the embedded judge's stated SUPPORTS in a real week were not support.
-    confirm_judges: frozenset[str] = frozenset({EMBEDDED_JUDGE})
+    confirm_judges: frozenset[str] = frozenset({stored_judge_name(EMBEDDED)})
 
     @classmethod
     def from_settings(cls, verdicts: object) -> Thresholds:
@@ -250,10 +248,10 @@ def strength_scale(th: Thresholds) -> str:
 
 
 def _stored_names(by_judge: Any) -> Any:
-    """Config names judges as users do ("embedded"); the rules compare the stored name ("local")."""
+    """Config names judges as users do ("embedded"); the rules compare the names rows are stored under."""
     if isinstance(by_judge, Mapping):
-        return {EMBEDDED_JUDGE_STORED if k == EMBEDDED else k: v for k, v in by_judge.items()}
-    return [EMBEDDED_JUDGE_STORED if name == EMBEDDED else name for name in by_judge]
+        return {stored_judge_name(k): v for k, v in by_judge.items()}
+    return [stored_judge_name(name) for name in by_judge]
 
 
 def _merged(

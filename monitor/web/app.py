@@ -28,8 +28,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from monitor.config import Settings, shown_judge
+from monitor.config import Settings
 from monitor.errors import MonitorError
+from monitor.judge_names import shown_judge
 from monitor.report.feed import ATOM, feed_xml
 from monitor.review.queue import Recorded, record
 from monitor.review.rewording import accept, reject

@@ -2,7 +2,8 @@
 
 The board reads `current_verdicts` (what `monitor verdicts` prints), the claim page `claim_detail`
 (what `monitor show` prints) and the review page `review_queue` (what `monitor review` walks), so a
-browser and a terminal never disagree. Nothing here builds SQL or HTML. Text from papers and claims
+browser and a terminal never disagree; the board's pair counts are store/pairs.py's, as the judge and
+the digest count them. Nothing here builds SQL or HTML. Text from papers and claims
 carries LaTeX and Markdown: the pages get it as plain text (`monitor.markup.plain_text`), as the
 digests print it, and the templates escape it.
 """
@@ -12,8 +13,10 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from monitor.config import Settings, shown_judge
+from monitor.config import Settings
 from monitor.errors import InputError
+from monitor.judge.work import ran_cut
+from monitor.judge_names import shown_judge
 from monitor.markup import plain_text
 from monitor.report.period import Period, custom
 from monitor.review.queue import ReviewItem, queue_overview, review_queue
@@ -24,6 +27,7 @@ from monitor.store.db import Store
 from monitor.store.digests import recent_digests
 from monitor.store.lines import active_lines, anchors_of_lines
 from monitor.store.models import Anchor, ClaimRewording
+from monitor.store.pairs import PairScope, PairTally, pair_tally
 from monitor.store.papers import abstracts_of, get_paper
 from monitor.store.reviews import Decision, decisions_in_force
 from monitor.store.rewordings import wording_history
@@ -116,6 +120,8 @@ class Board:
     waiting: int
     scale: str = ""  # the numbers in plain words (rules.strength_scale)
     meanings: dict[str, str] = field(default_factory=lambda: dict(MEANINGS))
+    # Every candidate pair's state (store/pairs.py), as the judge and the digest count them.
+    pairs: PairTally = field(default_factory=PairTally)
 
 
 def _period(store: Store) -> Period | None:
@@ -133,6 +139,7 @@ def board(store: Store, settings: Settings, filters: Filters) -> Board:
         claims = {c.id: c for c in active_claims(s)}
         lines = sorted((line.id, line.question) for line in active_lines(s))
         found = shown_outcomes(s, verdicts)  # what each row's verdict rests on, as stored
+        pairs = pair_tally(s, PairScope(top_k=ran_cut(s, settings)))
     rows = []
     for v in verdicts:
         outcome = found.get(v.claim_id)
@@ -142,7 +149,7 @@ def board(store: Store, settings: Settings, filters: Filters) -> Board:
         rows.append(BoardRow(v, dated, strength, new, waiting[v.claim_id]))
     kept = [r for r in rows if filters.keeps(r)]
     scale = strength_scale(Thresholds.from_settings(settings.verdicts))
-    return Board(kept, len(rows), lines, period, sum(waiting.values()), scale)
+    return Board(kept, len(rows), lines, period, sum(waiting.values()), scale, pairs=pairs)
 
 
 @dataclass

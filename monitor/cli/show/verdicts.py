@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from monitor.config import shown_judge
+from monitor.judge_names import shown_judge
 from monitor.markup import plain_text
 from monitor.terminal import print_table
 from monitor.verdicts.detail import ClaimDetail
