@@ -131,16 +131,21 @@ def _swapped_environ(environ: Mapping[str, str]) -> Iterator[None]:
         os.environ.update(saved)
 
 
+def consoles_as_at_start() -> None:
+    """The CLI's consoles built as a new process's import builds them: width from COLUMNS as it is now."""
+    import monitor.cli.context as context
+
+    context.console.__init__()
+    context.err_console.__init__(stderr=True)
+
+
 @contextlib.contextmanager
 def _consoles_rebuilt_after() -> Iterator[None]:
     """The consoles built again for this process once a command that rebuilt them for itself ends."""
-    import monitor.cli.context as context
-
     try:
         yield
     finally:
-        context.console.__init__()
-        context.err_console.__init__(stderr=True)
+        consoles_as_at_start()
 
 
 @contextlib.contextmanager
@@ -161,10 +166,9 @@ def _fresh_process_state() -> Iterator[list[Any]]:
         return opened[-1]
 
     root.handlers = []
+    tally, context._tally = context._tally, None  # a new process holds back no earlier command's warnings
     stores.open_store = recording_open
-    # Built as at a new process's import: width from COLUMNS, colour from the (captured) streams.
-    context.console.__init__()
-    context.err_console.__init__(stderr=True)
+    consoles_as_at_start()  # width from COLUMNS, colour from the (captured) streams
     try:
         yield opened
     finally:
@@ -174,6 +178,7 @@ def _fresh_process_state() -> Iterator[list[Any]]:
         for handler in root.handlers:
             handler.close()
         root.handlers, root.level = handlers, level
+        context._tally = tally
         for number, handler in signals.items():
             signal.signal(number, handler)
 

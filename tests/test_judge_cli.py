@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from llm_server import Reply, ScriptedLLM, answer, answering, completion
-from ops_helpers import MONITOR
+from ops_helpers import MONITOR, consoles_as_at_start
 from sqlalchemy import select
 from test_judge_runner import assessments, seed
 
@@ -62,6 +62,7 @@ def monitor(
             else:
                 monkeypatch.setenv(name, value)
         monkeypatch.setattr(sys, "argv", ["monitor", "--db", db_url, "judge", *args])
+        consoles_as_at_start()  # as a new process would: COLUMNS as the test set it
         code = 0
         try:
             main()

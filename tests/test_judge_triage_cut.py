@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from digest_world import World, settled_digest
 from llm_server import ScriptedLLM, answering
+from ops_helpers import consoles_as_at_start
 from sqlalchemy import Date, literal, select
 from test_judge_runner import settings_for
 
@@ -158,6 +159,7 @@ def test_dry_run_counts_the_pairs_below_the_cut(
     }.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setattr(sys, "argv", ["monitor", "--db", db_url, "judge", "--skip-relevance", "--dry-run"])
+    consoles_as_at_start()  # as a new process would: COLUMNS as the test set it
     code = 0
     try:
         main()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from digest_world import TRUSTED_ENV, World, sample, settled_write, trusted_settings
-from ops_helpers import cli
+from ops_helpers import cli, consoles_as_at_start
 from sqlalchemy import func, select
 
 from monitor import files as files_module
@@ -117,6 +117,7 @@ def main_in_process(
     monkeypatch.delenv("MONITOR_CONFIG", raising=False)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "argv", ["monitor", *args])
+    consoles_as_at_start()  # as a new process would: COLUMNS as the test set it
     code = 0
     try:
         main()

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from monitor.cli.context import DATE, console, ctx_of, err_console
+from monitor.cli.context import DATE, console, ctx_of, warn
 from monitor.progress import progress_wanted
 from monitor.terminal import print_table
 
@@ -63,7 +63,7 @@ def fetch_command(
     for note in summary.notes:
         console.print(f"  {escape(note)}", highlight=False)
     for warning in summary.warnings:
-        err_console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
+        warn(warning)  # one line each, unwrapped: a file:line a reader or a script can find
 
 
 @anchors_app.callback()
