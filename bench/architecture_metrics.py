@@ -68,7 +68,8 @@ PAIR_PATHS = (
     ("monitor.judge.runner.judge_pending", "Assessment"),
 )
 # The types a pair travels in (its paper and claim texts, the unit of a call): by class name, wherever
-# they are defined; a type that replaces them is added here.
+# they are defined; a type that replaces them is added here, and the old name stays for old checkouts
+# (PaperDoc and ClaimQuery: relevance's paper and claim until it read PaperText and ClaimText, issue 32).
 PAIR_TYPES = ("WorkUnit", "Section", "Pair", "PaperText", "ClaimText", "PaperDoc", "ClaimQuery")
 SETTINGS_FROM = "monitor.schedule.pipeline.judge_step"
 SETTINGS_CLASS = "monitor.config.Settings"

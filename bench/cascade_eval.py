@@ -37,9 +37,8 @@ from monitor.judge.embedded import EmbeddedJudge  # noqa: E402
 from monitor.judge.estimate import alternatives  # noqa: E402
 from monitor.llm.texts import ClaimText, PaperText  # noqa: E402
 from monitor.relevance.reference import claim_cuts  # noqa: E402
-from monitor.relevance.scoring import PaperDoc  # noqa: E402
-from monitor.relevance.select import load_claim_queries, make_scorer  # noqa: E402
-from monitor.relevance.text import ClaimQuery  # noqa: E402
+from monitor.relevance.select import make_scorer  # noqa: E402
+from monitor.relevance.text import load_claims  # noqa: E402
 from monitor.store import open_store  # noqa: E402
 
 GROUPS = ("dev", "teacher", "test")
@@ -53,7 +52,7 @@ def relatedness(judge: EmbeddedJudge, paper: dict, claims: list[str]) -> list[fl
     return [1.0 - float(p[unrelated]) for p in probs]
 
 
-def bm25_pass(store, settings, claims: list[ClaimQuery], docs: list[PaperDoc], share: float) -> np.ndarray:
+def bm25_pass(store, settings, claims: list[ClaimText], docs: list[PaperText], share: float) -> np.ndarray:
     cfg = settings.relevance.model_copy(update={"method": "bm25"})
     scorer = make_scorer(store, settings, claims, cfg)
     return scorer.score(docs) >= claim_cuts(scorer, share)[:, None]
@@ -127,13 +126,13 @@ def main() -> None:
         store = open_store(f"sqlite:///{tmp}/cascade.db")
         import_claims(store, settings, [REPO / "seeds"])
         with store.session() as session:
-            seeds = load_claim_queries(session)
+            seeds = load_claims(session)
         found = positives(corpus, [q.text for q in seeds])
         seed_texts = {q.text for q in seeds}
         others = sorted({c for _, c, _, _ in found if c not in seed_texts})
-        groups = [seeds, [ClaimQuery(f"other-{i}", t, "") for i, t in enumerate(others)]]
+        groups = [seeds, [ClaimText(f"other-{i}", t) for i, t in enumerate(others)]]
         ids = sorted({a for _, _, a, _ in found})
-        docs = [PaperDoc(0, a, 1, corpus[a]["title"], corpus[a]["abstract"]) for a in ids]
+        docs = [PaperText(a, 1, corpus[a]["title"], corpus[a]["abstract"]) for a in ids]
         passed: dict[float, dict[tuple[str, str], bool]] = {}
         for share in sorted({*wides, *keeps}):
             passed[share] = {}
@@ -148,7 +147,7 @@ def main() -> None:
         }
         week = random.Random(14).sample(sorted(corpus), 6000)
         sample = [corpus[a] for a in random.Random(3).sample(week, args.sample)]
-        sample_docs = [PaperDoc(0, p["arxiv_id"], 1, p["title"], p["abstract"]) for p in sample]
+        sample_docs = [PaperText(p["arxiv_id"], 1, p["title"], p["abstract"]) for p in sample]
         wide_ok = {w: bm25_pass(store, settings, seeds, sample_docs, w) for w in wides}
         sample_rel = np.zeros((len(seeds), len(sample)))
         for j, paper in enumerate(sample):

@@ -26,14 +26,14 @@ from pathlib import Path
 import numpy as np
 
 from monitor.judge.embedded import EmbeddedJudge, decide_stance
-from monitor.judge.evaluate import Pair, read_pairs, score
+from monitor.judge.evaluate import LabelledPair, read_pairs, score
 from monitor.llm.texts import ClaimText, PaperText
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIFTS = (0.0, -0.5, -1.0, -1.5, -2.0, -2.5, -3.0)
 
 
-def probabilities(judge: EmbeddedJudge, pairs: list[Pair]) -> np.ndarray:
+def probabilities(judge: EmbeddedJudge, pairs: list[LabelledPair]) -> np.ndarray:
     rows = []
     for pair in pairs:
         paper = PaperText(pair.extra.get("arxiv_id", "x"), 1, pair.title, pair.abstract)

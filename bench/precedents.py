@@ -25,7 +25,7 @@ import numpy as np
 from judge_prior import auc, probabilities
 
 from monitor.judge.embedded import EmbeddedJudge, decide_stance
-from monitor.judge.evaluate import Pair, read_pairs
+from monitor.judge.evaluate import LabelledPair, read_pairs
 from monitor.relevance.bm25 import load_lexicon, tokenize
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 Vector = dict[str, float]
 
 
-def vectors(pairs: list[Pair]) -> list[Vector]:
+def vectors(pairs: list[LabelledPair]) -> list[Vector]:
     """Unit-length TF-IDF vectors of title and abstract (log term frequency, reference IDF)."""
     lexicon = load_lexicon()
     out = []

@@ -48,11 +48,11 @@ from monitor.claims.ids import claim_id
 from monitor.claims.importer import import_claims
 from monitor.config import Settings
 from monitor.judge.estimate import alternatives
+from monitor.llm.texts import ClaimText, PaperText
 from monitor.relevance import select_candidates
 from monitor.relevance.reference import claim_cuts, reference_papers
-from monitor.relevance.scoring import PaperDoc
-from monitor.relevance.select import load_claim_queries, make_scorer
-from monitor.relevance.text import ClaimQuery
+from monitor.relevance.select import make_scorer
+from monitor.relevance.text import load_claims
 from monitor.store import open_store
 from monitor.store.models import Candidate, Claim, Paper, PaperVersion, RelevanceMark
 
@@ -97,13 +97,13 @@ CURVE_SHARES = (0.01, 0.02, 0.05, 0.10, 0.20, 0.35, 0.60)
 def curve(store, settings: Settings, papers: list[dict], pairs_path: Path) -> list[str]:
     """Recall of the labelled pairs at several shares, and where the missed ones rank."""
     with store.session() as session:
-        claims = load_claim_queries(session)
+        claims = load_claims(session)
     scorer = make_scorer(store, settings, claims)
-    docs = [PaperDoc(0, p["arxiv_id"], int(p.get("version") or 1), p["title"], p["abstract"]) for p in papers]
+    docs = [PaperText(p["arxiv_id"], int(p.get("version") or 1), p["title"], p["abstract"]) for p in papers]
     scores = np.concatenate([scorer.score(docs[i : i + 2000]) for i in range(0, len(docs), 2000)], axis=1)
     ref_papers, ref_tokens = reference_papers()
     ref_scores = scorer.score(list(ref_papers), tokens=list(ref_tokens))
-    row = {c.claim_id: k for k, c in enumerate(claims)}
+    row = {c.id: k for k, c in enumerate(claims)}
     col = {p["arxiv_id"]: i for i, p in enumerate(papers)}
     rows = [json.loads(line) for line in pairs_path.open(encoding="utf-8") if line.strip()]
     positives = [
@@ -191,7 +191,7 @@ def settings_table(store, settings: Settings, shared: Path, teacher: Path) -> li
     corpus = {p["arxiv_id"]: p for p in load_papers(shared / "arxiv" / "corpus.jsonl", None)}
     corpus = {a: p for a, p in corpus.items() if a not in held}
     with store.session() as session:
-        seeds = {q.text: q for q in load_claim_queries(session)}
+        seeds = {q.text: q for q in load_claims(session)}
     dev = [json.loads(line) for line in (shared / "eval" / "domain_dev.jsonl").open(encoding="utf-8")]
     # (group, claim text, arxiv id, weight): group "dev", "teacher" or "test" (also counted in teacher)
     found = [("dev", r["claim"], r["arxiv_id"], 1.0) for r in dev if r["label"] != "UNRELATED"]
@@ -201,10 +201,10 @@ def settings_table(store, settings: Settings, shared: Path, teacher: Path) -> li
         )
     found = [f for f in found if f[2] in corpus]
     others = sorted({c for _, c, _, _ in found if c not in seeds})
-    groups = [list(seeds.values()), [ClaimQuery(f"other-{i}", t, "") for i, t in enumerate(others)]]
+    groups = [list(seeds.values()), [ClaimText(f"other-{i}", t) for i, t in enumerate(others)]]
     ids = sorted({a for _, _, a, _ in found})
     docs = [
-        PaperDoc(0, a, int(corpus[a].get("version") or 1), corpus[a]["title"], corpus[a]["abstract"])
+        PaperText(a, int(corpus[a].get("version") or 1), corpus[a]["title"], corpus[a]["abstract"])
         for a in ids
     ]
     rel = settings.relevance

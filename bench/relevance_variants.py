@@ -29,9 +29,10 @@ from monitor.claims.ids import claim_id
 from monitor.claims.importer import import_claims
 from monitor.config import Settings
 from monitor.embeddings import Embedder, model_files
+from monitor.llm.texts import PaperText
 from monitor.relevance.reference import reference_papers
-from monitor.relevance.scoring import PaperDoc
-from monitor.relevance.select import load_claim_queries, make_scorer
+from monitor.relevance.select import make_scorer
+from monitor.relevance.text import load_claims
 from monitor.store import open_store
 from monitor.store.models import Line, LineClaim
 
@@ -62,19 +63,19 @@ def main() -> None:
     store = open_store("sqlite://")
     import_claims(store, settings, [REPO / "seeds"])
     with store.session() as session:
-        claims = load_claim_queries(session)
+        claims = load_claims(session)
         lines = list(session.scalars(select(Line).where(Line.retired_at.is_(None)).order_by(Line.id)))
         line_texts = [" ".join(filter(None, (ln.question, ln.framing, ln.body))) for ln in lines]
         line_row = {ln.id: j for j, ln in enumerate(lines)}
         links = list(session.execute(select(LineClaim.line_id, LineClaim.claim_id)))
-    row = {c.claim_id: k for k, c in enumerate(claims)}
+    row = {c.id: k for k, c in enumerate(claims)}
     member = np.zeros((len(claims), len(lines)), dtype=bool)
     for line, claim in links:
         if claim in row and line in line_row:
             member[row[claim], line_row[line]] = True
 
     scorer = make_scorer(store, settings, claims)
-    docs = [PaperDoc(0, p["arxiv_id"], int(p.get("version") or 1), p["title"], p["abstract"]) for p in papers]
+    docs = [PaperText(p["arxiv_id"], int(p.get("version") or 1), p["title"], p["abstract"]) for p in papers]
     hybrid = np.concatenate([scorer.score(docs[i : i + 2000]) for i in range(0, len(docs), 2000)], axis=1)
 
     embedder = Embedder(*model_files(), max_tokens=args.tokens)

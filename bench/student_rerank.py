@@ -32,7 +32,7 @@ from draw_pairs import seed_claims  # noqa: E402
 from monitor.config import RelevanceSettings  # noqa: E402
 from monitor.judge.embedded import EmbeddedJudge  # noqa: E402
 from monitor.llm.texts import ClaimText, PaperText  # noqa: E402
-from monitor.relevance.scoring import PaperDoc, RelevanceScorer  # noqa: E402
+from monitor.relevance.scoring import RelevanceScorer  # noqa: E402
 
 SHARED = REPO.parent / "shared"
 
@@ -70,7 +70,7 @@ def main() -> None:
 
     scorer = RelevanceScorer(RelevanceSettings(method="bm25"), claims)
     scores = scorer.score(
-        [PaperDoc(i, p["arxiv_id"], 1, p["title"], p["abstract"]) for i, p in enumerate(papers)]
+        [PaperText(p["arxiv_id"], 1, p["title"], p["abstract"], row_id=i) for i, p in enumerate(papers)]
     )
     n = len(papers)
     wide_k, budget_k = int(args.wide * n), int(args.budget * n)

@@ -7,7 +7,7 @@ import datetime as dt
 from schema_fixtures import load_schema
 from sqlalchemy import inspect, text
 
-from monitor.judge.evaluate import Pair, Prediction, operating_point
+from monitor.judge.evaluate import LabelledPair, Prediction, operating_point
 from monitor.store import SCHEMA_VERSION, open_store
 from monitor.verdicts.rules import UNTESTED, ClaimDate, EvidenceItem, Thresholds, decide
 
@@ -40,7 +40,7 @@ def test_unclear_pairs_older_than_the_claim_are_not_listed() -> None:
 
 def test_eval_scores_stated_labels_apart_from_abstentions() -> None:
     def pred(gold: str, label: str, abstained: bool) -> Prediction:
-        return Prediction(Pair("c", "t", "a", gold, 1), label, 0.6, "", abstained=abstained)  # type: ignore[arg-type]
+        return Prediction(LabelledPair("c", "t", "a", gold, 1), label, 0.6, "", abstained=abstained)  # type: ignore[arg-type]
 
     preds = [
         pred("SUPPORTS", "SUPPORTS", False),

@@ -11,7 +11,14 @@ import pytest
 from ops_helpers import cli
 
 from monitor.errors import InputError
-from monitor.judge.evaluate import Pair, Prediction, as_three_way, read_pairs, score, verdict_precision
+from monitor.judge.evaluate import (
+    LabelledPair,
+    Prediction,
+    as_three_way,
+    read_pairs,
+    score,
+    verdict_precision,
+)
 
 S, R, OV, U = "SUPPORTS", "RELAXES", "OVERTURNS", "UNRELATED"
 
@@ -50,7 +57,7 @@ def test_relaxes_on_a_set_without_relaxes_is_strict_error_but_three_way_supports
 
 def test_verdict_precision_counts_stated_labels_and_needs_enough_of_them() -> None:
     def pred(gold: str, label: str, abstained: bool = False) -> Prediction:
-        return Prediction(Pair("c", "t", "a", gold, 1), label, 0.9, "", abstained=abstained)  # type: ignore[arg-type]
+        return Prediction(LabelledPair("c", "t", "a", gold, 1), label, 0.9, "", abstained=abstained)  # type: ignore[arg-type]
 
     preds = [pred(S, S)] * 4 + [pred(U, S)] + [pred(U, S, abstained=True)] * 3  # withheld: not counted
     preds += [pred(OV, OV)] * 3 + [pred(R, R)] * 6  # OVERTURNS stated 3 times: too few to measure

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from llm_server import Reply, ScriptedLLM, answer, answering, completion
 from sqlalchemy import select
-from test_judge_runner import assessments, seed, settings_for
+from test_judge_runner import assessments, seed, settings_for, wordings_kept
 
 from monitor.judge.batch import run_batch
 from monitor.judge.factory import make_judge
@@ -49,6 +49,7 @@ def test_submit_poll_collect(store: Store, llm: ScriptedLLM) -> None:
     assert done.cost_estimate == pytest.approx((200 * 0.15 + 40 * 0.60) / 1e6 / 2)
     rows = assessments(store)
     assert len(rows) == 4 and all(r.exchange_id and r.grounded and r.run_id == run.id for r in rows)
+    assert wordings_kept(store)  # the claim's hash came back with the batch's units
     with store.session() as s:
         assert {e.response_format for e in s.scalars(select(LLMExchange))} == {"batch"}
         assert s.scalars(select(JudgeBatch)).one().status == "collected"

@@ -20,6 +20,7 @@ from rich.console import Console
 from schema_fixtures import load_schema
 from sqlalchemy import func, select
 
+from monitor.claims.ids import text_hash
 from monitor.cli.show.runs import print_runs
 from monitor.config import Settings
 from monitor.errors import ConfigError
@@ -118,6 +119,14 @@ def assessments(store: Store) -> list[Assessment]:
         return list(s.scalars(select(Assessment).order_by(Assessment.id)))
 
 
+def wordings_kept(store: Store) -> bool:
+    """Every assessment keeps the hash of its claim's text (the wording it judged)."""
+    with store.session() as s:
+        texts = {cid: text for cid, text in s.execute(select(Claim.id, Claim.text))}
+    rows = assessments(store)
+    return bool(rows) and all(r.claim_text_hash == text_hash(texts[r.claim_id]) for r in rows)
+
+
 def test_judges_once_and_caches(store: Store, llm: ScriptedLLM) -> None:
     seed(store, papers=2, claims=3)
     llm.default = answering("RELAXES")
@@ -132,6 +141,7 @@ def test_judges_once_and_caches(store: Store, llm: ScriptedLLM) -> None:
     rows = assessments(store)
     assert len(rows) == 6 and all(r.is_current and r.grounded and r.generation == 0 for r in rows)
     assert all(r.exchange_id is not None and r.run_id == run.id for r in rows)
+    assert wordings_kept(store)
     with store.session() as s:
         assert (
             s.scalar(select(func.count()).select_from(LLMExchange).where(LLMExchange.run_id == run.id)) == 2
@@ -344,7 +354,7 @@ def test_a_pair_another_run_writes_mid_call_stands_and_the_call_writes_the_rest(
         "arxiv_id": unit.paper.arxiv_id,
         "version": unit.paper.version,
         "claim_id": theirs.claim.id,
-        "claim_text_hash": theirs.text_hash,
+        "claim_text_hash": theirs.claim.text_hash,
         "judge": judge.name,
         "model": judge.model,
         "prompt_version": judge.prompt_version,
@@ -570,3 +580,24 @@ def test_a_version_5_store_gains_the_failures_table(db_url: str) -> None:
         assert inspect(conn).has_table("judge_failures")
         assert conn.execute(text("SELECT version FROM schema_version")).scalar() == SCHEMA_VERSION
     upgraded.close()
+
+
+def test_a_claim_edited_while_its_work_is_read_is_asked_in_the_wording_its_key_names(store: Store) -> None:
+    """The judge reads the active claims (`load_claims`, as relevance does) and then its pairs: a claim
+    another process rewords in between (same id) is asked, and its answer kept, in the wording the
+    pair's cache key names, not the one read first."""
+    from monitor.judge.work import _pending
+    from monitor.relevance.text import load_claims
+    from monitor.store.pairs import PairScope, cache_key, judge_rows
+
+    seed(store, papers=1, claims=1)
+    judge = CountingJudge()
+    with store.session() as s:
+        before = {c.id: c for c in load_claims(s)}
+    edited = before["c0"].text.upper()
+    with store.session() as s:
+        s.get(Claim, "c0").text = edited
+    with store.session() as s:
+        ((_, pair),) = list(_pending(judge_rows(s, judge, PairScope()), before, None))
+    assert (pair.claim.text, pair.claim.text_hash) == (edited, text_hash(edited))
+    assert pair.ref == cache_key("2501.00000", 1, edited, judge.name, judge.model, judge.prompt_version)

@@ -7,8 +7,9 @@ import pytest
 from ops_helpers import cli
 from sqlalchemy import func, select
 
-from monitor.claims.ids import claim_id
+from monitor.claims.ids import claim_id, text_hash
 from monitor.config import Settings
+from monitor.llm.texts import ClaimText, PaperText
 from monitor.relevance import select as select_module
 from monitor.relevance import select_candidates
 from monitor.store.models import (
@@ -205,10 +206,87 @@ def test_max_share_caps_a_claim_per_batch(store) -> None:
     assert summary.candidates_added == 2
 
 
+class _JudgeKey:
+    """What the judge's work is keyed by (store/pairs.py `JudgeKey`) and how many claims one call takes."""
+
+    name, model, prompt_version, claims_per_call, triage_only = "local", "m", "v", 4, False
+
+
+NOTE_TITLE = "Sparse RL updates"
+QUESTION = "What breaks when you apply RL after supervised fine-tuning?"
+
+
+def test_the_judge_is_asked_about_the_claims_and_papers_relevance_ranked(
+    store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One claim type and one paper type from relevance through the judge: each pair the judge is handed
+    carries the claim relevance ranked its paper for, equal in every field (the note title and line
+    question it searched with, the hash its marks are kept under), and a paper of the type it ranked."""
+    from monitor.judge.work import pending_units
+
+    sparsity = add_claim(store, SPARSITY, title=NOTE_TITLE, question=QUESTION)
+    add_claim(store, CALIBRATION)
+    relevant, *_ = add_papers(store, [RELEVANT, UNRELATED] + [filler(i) for i in range(6)])
+    ranked: dict[tuple[str, str], tuple[PaperText, ClaimText]] = {}
+    real = select_module._write
+
+    def recording_write(session, claims, papers, pairs, *rest):  # type: ignore[no-untyped-def]
+        # What relevance selects, as the objects it scored.
+        ranked.update({(papers[p].arxiv_id, claims[c].id): (papers[p], claims[c]) for c, p, _ in pairs})
+        return real(session, claims, papers, pairs, *rest)
+
+    monkeypatch.setattr(select_module, "_write", recording_write)
+    select_candidates(store, settings_for())
+    units = pending_units(store, _JudgeKey())  # type: ignore[arg-type]
+    asked = {(u.paper.arxiv_id, p.claim.id): (u.paper, p.claim) for u in units for p in u.pairs}
+
+    assert (relevant, sparsity) in ranked and asked.keys() == ranked.keys()
+    for key, (paper, claim) in asked.items():
+        ranked_paper, ranked_claim = ranked[key]
+        assert type(claim) is type(ranked_claim) is ClaimText and claim == ranked_claim
+        assert type(paper) is type(ranked_paper) is PaperText
+        assert (paper.version, paper.title, paper.abstract) == (
+            ranked_paper.version,
+            ranked_paper.title,
+            ranked_paper.abstract,
+        )
+    claim = asked[relevant, sparsity][1]
+    assert (claim.title, claim.questions, claim.text_hash) == (NOTE_TITLE, (QUESTION,), text_hash(SPARSITY))
+    assert claim.query_text() == f"{NOTE_TITLE} {SPARSITY} {QUESTION}"
+
+
+def test_the_keys_stored_caches_are_found_by_do_not_drift(store) -> None:
+    """Stored relevance marks, cached query embeddings and assessments are found by these keys, so moving
+    code must leave them byte for byte as they were: the values were computed before relevance and the
+    judge shared one claim and one paper type (issue 32). A change here orphans every store's caches."""
+    from monitor.judge.work import pending_units
+    from monitor.relevance.scoring import title_key
+    from monitor.relevance.select import make_scorer
+    from monitor.relevance.text import load_claims
+
+    sparsity = add_claim(store, SPARSITY, title=NOTE_TITLE, question=QUESTION)
+    (relevant,) = add_papers(store, [RELEVANT])
+    assert select_candidates(store, settings_for()).candidates_added == 1
+    with store.session() as s:
+        claims = load_claims(s)
+        marks = [(m.claim_id, m.claim_text_hash) for m in s.scalars(select(RelevanceMark))]
+    make_scorer(store, settings_for(method="hybrid"), claims)  # caches the claim's query embedding
+    with store.session() as s:
+        queries = [k for k in s.scalars(select(Embedding.key)) if k.startswith("query:")]
+    (unit,) = pending_units(store, _JudgeKey())  # type: ignore[arg-type]
+
+    wording = "98e5edb88eb67b4ecdad76e5764fc84acf38a3762aaee49f45ef8db9b9620c91"
+    assert marks == [(sparsity, wording)] and unit.pairs[0].claim.text_hash == wording
+    assert queries == ["query:1a19bfb696f770612f9d3affa20c4a9e8c7e8e03"]
+    assert unit.pairs[0].ref == "c3b44034605a1a11db1b52fb33486ff1b22842413e06727fb27e74159c5142d8"
+    assert title_key(unit.paper) == f"title:{relevant}v1" == "title:2601.00000v1"
+
+
 def test_weekly_batches_select_what_one_scan_selects(store) -> None:
     from monitor.relevance.reference import claim_cuts, reference_papers
     from monitor.relevance.scoring import select_pairs
-    from monitor.relevance.select import load_claim_queries, make_scorer
+    from monitor.relevance.select import make_scorer
+    from monitor.relevance.text import load_claims
 
     add_claim(store, SPARSITY, question="What breaks when you apply RL after supervised fine-tuning?")
     add_claim(store, CALIBRATION)
@@ -220,15 +298,13 @@ def test_weekly_batches_select_what_one_scan_selects(store) -> None:
     got = {(a, c) for a, _, c in candidates(store)}
 
     with store.session() as s:
-        claims = load_claim_queries(s)
+        claims = load_claims(s)
     scorer = make_scorer(store, settings, claims)
-    from monitor.relevance.scoring import PaperDoc
-
-    docs = [PaperDoc(i + 1, f"2601.{i:05d}", 1, t, a) for i, (t, a) in enumerate(stream)]
+    docs = [PaperText(f"2601.{i:05d}", 1, t, a, row_id=i + 1) for i, (t, a) in enumerate(stream)]
     scores = scorer.score(docs)
     cuts = claim_cuts(scorer, settings.relevance.share)
     pairs = select_pairs(scores, cuts, np.ones_like(scores, dtype=bool), 1.0, 0.0)
-    assert got == {(docs[p].arxiv_id, claims[c].claim_id) for c, p, _ in pairs}
+    assert got == {(docs[p].arxiv_id, claims[c].id) for c, p, _ in pairs}
     assert ("2601.00300", claim_id(SPARSITY)) in got
     # The cut is the claim's 97th percentile over the shipped reference sample.
     assert cuts[0] == pytest.approx(np.quantile(scorer.score(list(reference_papers()[0]))[0], 0.97))

@@ -21,9 +21,9 @@ from monitor.relevance import select_candidates
 from monitor.relevance.reference import claim_cuts
 from monitor.relevance.scoring import select_pairs
 from monitor.relevance.screen import ScreenPricing, claim_groups, load_screen_prompts, screen_units
-from monitor.relevance.select import batch_ceiling, load_claim_queries, make_scorer, paper_docs
+from monitor.relevance.select import batch_ceiling, make_scorer
+from monitor.relevance.text import load_claims, papers_of
 from monitor.store import Store, open_store
-from monitor.store.claims import claim_date_texts
 from monitor.store.models import Candidate, Embedding, RelevanceMark
 from monitor.store.papers import latest_versions
 from tests.test_relevance import (
@@ -129,17 +129,14 @@ def _priced_in_full(store, settings, shares) -> list[tuple[object, ...]]:
     `select_pairs`, grouped with `group_units`, every call rendered and estimated."""
     cfg = settings.relevance_in_force()
     with store.session() as s:
-        papers = paper_docs(latest_versions(s, None))
-        queries = load_claim_queries(s)
-        dates = claim_date_texts(s)
-    claims = [ClaimText(q.claim_id, q.text, dates.get(q.claim_id)) for q in queries]
-    texts = [PaperText(p.arxiv_id, p.version, p.title, p.abstract) for p in papers]
+        papers = papers_of(latest_versions(s, None))
+        claims = load_claims(s)
     size = cfg.batch_size
     rows = []
     for method in (cfg.method, "bm25"):
         plain = cfg.model_copy(update={"method": method})
         for first, options in ((plain, [(s, False) for s in shares]),):
-            scorer = make_scorer(store, settings, queries, first, keep_embeddings=False)
+            scorer = make_scorer(store, settings, claims, first, keep_embeddings=False)
             scores = np.concatenate(
                 [scorer.score(papers[i : i + size]) for i in range(0, len(papers), size)], 1
             )
@@ -157,7 +154,7 @@ def _priced_in_full(store, settings, shares) -> list[tuple[object, ...]]:
                     )
                     pairs += sorted((i + p, c) for c, p, _ in chosen)
                 units = group_units(
-                    ((texts[p], Pair(claims[c])) for p, c in pairs), settings.judge.claims_per_call
+                    ((papers[p], Pair(claims[c])) for p, c in pairs), settings.judge.claims_per_call
                 )
                 prompt, completion = estimate_judge_units(units, load_prompts())
                 papers_hit = len({p for p, _ in pairs})
@@ -165,12 +162,12 @@ def _priced_in_full(store, settings, shares) -> list[tuple[object, ...]]:
         if method == cfg.method:
             # The LLM screen of every claim (relevance.screen_share = 1): every pair, in claim groups,
             # several papers a call (screen.py's own units), after the first scorer's rows.
-            pending = {(p.arxiv_id, p.version): {c.id for c in claims} for p in texts}
+            pending = {(p.arxiv_id, p.version): {c.id for c in claims} for p in papers}
             groups = claim_groups(claims, cfg.screen_claims_per_call)
-            by_key = {(p.arxiv_id, p.version): p for p in texts}
+            by_key = {(p.arxiv_id, p.version): p for p in papers}
             units = screen_units(pending, by_key, groups, cfg.screen_papers_per_call)
             prompt, completion, _ = ScreenPricing(load_screen_prompts()).estimate(units)
-            every = ("all", 1.0, True, len(texts), len(texts) * len(claims), len(units), prompt, completion)
+            every = ("all", 1.0, True, len(papers), len(papers) * len(claims), len(units), prompt, completion)
             rows.append(every)
     return rows
 

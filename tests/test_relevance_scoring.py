@@ -9,12 +9,12 @@ import pytest
 
 from monitor.config import RelevanceSettings
 from monitor.errors import ConfigError
+from monitor.llm.texts import ClaimText, PaperText
 from monitor.relevance.bm25 import BM25Scorer, Lexicon, load_lexicon, tokenize
-from monitor.relevance.scoring import PaperDoc, RelevanceScorer, select_pairs
-from monitor.relevance.text import ClaimQuery
+from monitor.relevance.scoring import RelevanceScorer, select_pairs
 
-CLAIM = ClaimQuery(
-    claim_id="c-1",
+CLAIM = ClaimText(
+    id="c-1",
     text="RL updates only 5-30% of parameters",
     text_hash="h",
     title="Does reinforcement learning update only a small fraction of parameters?",
@@ -23,8 +23,8 @@ CLAIM = ClaimQuery(
 )
 
 
-def doc(i: int, title: str, abstract: str) -> PaperDoc:
-    return PaperDoc(i, f"2601.{i:05d}", 1, title, abstract)
+def doc(i: int, title: str, abstract: str) -> PaperText:
+    return PaperText(f"2601.{i:05d}", 1, title, abstract, row_id=i)
 
 
 def test_tokenize_stems_and_drops_stop_words() -> None:
@@ -86,11 +86,11 @@ def test_bm25_scorer_normalises_to_unit_range() -> None:
 
 def test_repeated_query_words_count_once() -> None:
     # The note title and line questions repeat the line's words; repeats must not outweigh the claim's own.
-    once = ClaimQuery("c-1", "reinforcement learning sparse parameter updates", "h1")
-    repeated = ClaimQuery(
+    once = ClaimText("c-1", "reinforcement learning sparse parameter updates", text_hash="h1")
+    repeated = ClaimText(
         "c-2",
         "reinforcement learning sparse parameter updates",
-        "h2",
+        text_hash="h2",
         title="Reinforcement learning",
         questions=("Why does reinforcement learning work?",),
     )
@@ -131,7 +131,7 @@ def test_learned_cuts_are_bounded_and_unchanged_by_eviction() -> None:
     from monitor.relevance import reference
 
     def scorer(*texts: str) -> RelevanceScorer:
-        claims = [ClaimQuery(f"c{i}", text, f"h{i}") for i, text in enumerate(texts)]
+        claims = [ClaimText(f"c{i}", text, text_hash=f"h{i}") for i, text in enumerate(texts)]
         return RelevanceScorer(RelevanceSettings(method="bm25"), claims)
 
     reference._learned.cache_clear()

@@ -26,7 +26,7 @@ from jsonl import read_jsonl, write_jsonl
 from monitor.config import RelevanceSettings
 from monitor.judge.embedded import EmbeddedJudge
 from monitor.llm.texts import ClaimText, PaperText
-from monitor.relevance.scoring import PaperDoc, RelevanceScorer
+from monitor.relevance.scoring import RelevanceScorer
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -47,7 +47,7 @@ def main() -> None:
     papers, tokens = eligible_papers(args.corpus)
     claims = seed_claims()
     scorer = RelevanceScorer(RelevanceSettings(method="bm25"), [q for q, _ in claims])
-    docs = [PaperDoc(i, p["arxiv_id"], 1, p["title"], p["abstract"]) for i, p in enumerate(papers)]
+    docs = [PaperText(p["arxiv_id"], 1, p["title"], p["abstract"], row_id=i) for i, p in enumerate(papers)]
     scores = scorer.score(docs, tokens=tokens)
     judge = EmbeddedJudge()
 
@@ -59,7 +59,7 @@ def main() -> None:
         related = {}
         for index in pool:
             paper = PaperText(papers[index]["arxiv_id"], 1, papers[index]["title"], papers[index]["abstract"])
-            probs, _ = judge.probabilities(paper, [ClaimText(query.claim_id, query.text)])
+            probs, _ = judge.probabilities(paper, [ClaimText(query.id, query.text)])
             related[index] = 1.0 - float(probs[0][judge.config.labels.index("UNRELATED")])
         hardest = sorted(pool, key=lambda i: (-related[i], rank_of[i]))[: args.hardest]
         rest = [i for i in pool if i not in set(hardest)]

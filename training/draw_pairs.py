@@ -29,16 +29,14 @@ from pathlib import Path
 
 import numpy as np
 from jsonl import write_jsonl
-from sqlalchemy import select
 
 from monitor.claims.importer import import_claims
 from monitor.config import RelevanceSettings, Settings
+from monitor.llm.texts import ClaimText, PaperText
 from monitor.relevance.bm25 import tokenize
-from monitor.relevance.scoring import PaperDoc, RelevanceScorer
-from monitor.relevance.select import load_claim_queries
-from monitor.relevance.text import ClaimQuery, paper_text
+from monitor.relevance.scoring import RelevanceScorer
+from monitor.relevance.text import load_claims, paper_text
 from monitor.store import open_store
-from monitor.store.models import Claim
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -71,23 +69,22 @@ def eligible_papers(corpus: Path) -> tuple[list[dict], list[list[str]]]:
     return papers, tokenize([paper_text(p["title"], p["abstract"]) for p in papers])
 
 
-def seed_claims() -> list[tuple[ClaimQuery, str | None]]:
+def seed_claims() -> list[tuple[ClaimText, str | None]]:
     """The seeds' claims with the relevance stage's query context, and each claim's date as written."""
     with tempfile.TemporaryDirectory() as tmp:
         store = open_store(f"sqlite:///{tmp}/draw.db")
         import_claims(store, Settings(), [REPO / "seeds"])
         with store.session() as session:
-            queries = load_claim_queries(session)
-            dates = dict(session.execute(select(Claim.id, Claim.date_text)).all())
-    return [(q, dates.get(q.claim_id)) for q in queries]
+            claims = load_claims(session)
+    return [(c, c.date_text) for c in claims]
 
 
 def pair_row(
-    query: ClaimQuery, date_text: str | None, paper: dict, source: str, bucket: str, rank: int
+    query: ClaimText, date_text: str | None, paper: dict, source: str, bucket: str, rank: int
 ) -> dict:
     """One drawn pair in the pairs format; `label` is a placeholder the teacher's answer replaces."""
     return {
-        "claim_id": query.claim_id,
+        "claim_id": query.id,
         "claim": query.text,
         "claim_date": date_text or "",
         "arxiv_id": paper["arxiv_id"],
@@ -127,7 +124,7 @@ def main() -> None:
     papers, tokens = eligible_papers(args.corpus)
     by_id = {p["arxiv_id"]: i for i, p in enumerate(papers)}
 
-    claims: list[tuple[str, ClaimQuery, str | None, str | None, tuple]] = []
+    claims: list[tuple[str, ClaimText, str | None, str | None, tuple]] = []
     if not args.variants:
         for query, date_text in seed_claims():
             claims.append(("seed", query, date_text, None, SEED_PLAN))
@@ -137,11 +134,7 @@ def main() -> None:
         obj = json.loads(raw)
         if obj["source_arxiv_id"] in skip:
             sys.exit(f"{args.other_claims}:{number}: source paper {obj['source_arxiv_id']} must not be used")
-        query = ClaimQuery(
-            claim_id=f"{'variant' if args.variants else 'other'}-{number:03d}",
-            text=obj["claim"],
-            text_hash="",
-        )
+        query = ClaimText(id=f"{'variant' if args.variants else 'other'}-{number:03d}", text=obj["claim"])
         if args.variants:
             claims.append(
                 ("variant:" + obj["kind"], query, obj["claim_date"], obj["source_arxiv_id"], VARIANT_PLAN)
@@ -152,7 +145,7 @@ def main() -> None:
             )
 
     scorer = RelevanceScorer(RelevanceSettings(method="bm25"), [c[1] for c in claims])
-    docs = [PaperDoc(i, p["arxiv_id"], 1, p["title"], p["abstract"]) for i, p in enumerate(papers)]
+    docs = [PaperText(p["arxiv_id"], 1, p["title"], p["abstract"], row_id=i) for i, p in enumerate(papers)]
     scores = scorer.score(docs, tokens=tokens)  # (claims, papers)
     rows: list[dict] = []
     for row, (source, query, date_text, source_paper, plan) in enumerate(claims):

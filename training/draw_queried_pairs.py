@@ -26,8 +26,9 @@ from draw_pairs import SHARED, eligible_papers, pair_row, seed_claims
 from jsonl import read_jsonl, write_jsonl
 
 from monitor.config import RelevanceSettings
+from monitor.llm.texts import PaperText
 from monitor.relevance.bm25 import BM25Scorer, load_lexicon, tokenize
-from monitor.relevance.scoring import PaperDoc, RelevanceScorer
+from monitor.relevance.scoring import RelevanceScorer
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -58,16 +59,16 @@ def main() -> None:
     done = {(r["claim"], r["arxiv_id"]) for r in read_jsonl(args.teacher)}
     papers, tokens = eligible_papers(args.corpus)
     claims = seed_claims()
-    searches = read_queries(args.queries, {q.claim_id for q, _ in claims})
+    searches = read_queries(args.queries, {q.id for q, _ in claims})
     # Each paper's rank under the relevance stage's own query for the claim, kept for analysis.
     own = RelevanceScorer(RelevanceSettings(method="bm25"), [q for q, _ in claims])
-    docs = [PaperDoc(i, p["arxiv_id"], 1, p["title"], p["abstract"]) for i, p in enumerate(papers)]
+    docs = [PaperText(p["arxiv_id"], 1, p["title"], p["abstract"], row_id=i) for i, p in enumerate(papers)]
     own_scores = own.score(docs, tokens=tokens)
     bm25 = BM25Scorer(load_lexicon())
 
     rows: list[dict] = []
     for row, (query, date_text) in enumerate(claims):
-        texts = searches.get(query.claim_id, [])
+        texts = searches.get(query.id, [])
         if not texts:
             continue
         rank_of = {int(i): r for r, i in enumerate(np.argsort(-own_scores[row], kind="stable"))}

@@ -40,7 +40,7 @@ from jsonl import read_jsonl  # noqa: E402
 
 from monitor.embeddings import model_files  # noqa: E402
 from monitor.judge.embedded import Coverage, EmbeddedConfig, PairEncoder, decide_stance, pad_batch  # noqa: E402
-from monitor.judge.evaluate import Pair, Prediction, operating_point, score  # noqa: E402
+from monitor.judge.evaluate import LabelledPair, Prediction, operating_point, score  # noqa: E402
 from monitor.judge.sentences import split_sentences  # noqa: E402
 
 SHARED = REPO.parent / "shared"
@@ -228,7 +228,7 @@ def scores_at(probs: np.ndarray, gold: np.ndarray, config: EmbeddedConfig) -> di
     predictions = []
     for index, (row, g) in enumerate(zip(probs, gold, strict=True)):
         d = decide_stance(row, config)
-        pair = Pair("", "", "", LABELS[g], index)  # type: ignore[arg-type]
+        pair = LabelledPair("", "", "", LABELS[g], index)  # type: ignore[arg-type]
         predictions.append(Prediction(pair, d.label, d.confidence, "", abstained=d.abstained))
     point = operating_point(predictions)
     stated = {

@@ -34,12 +34,11 @@ from monitor.llm.grouped import GroupedPricing, Priced
 from monitor.llm.texts import ClaimText, PaperText
 from monitor.relevance.bm25 import tokenize
 from monitor.relevance.reference import share_cuts
-from monitor.relevance.scoring import PaperDoc, RelevanceScorer, selection
+from monitor.relevance.scoring import RelevanceScorer, selection
 from monitor.relevance.screen import ScreenCounter, load_screen_prompts
-from monitor.relevance.select import batch_ceiling, load_claim_queries, make_scorer, paper_docs
-from monitor.relevance.text import ClaimQuery, paper_text
+from monitor.relevance.select import batch_ceiling, make_scorer
+from monitor.relevance.text import load_claims, paper_text, papers_of
 from monitor.store import Store
-from monitor.store.claims import claim_date_texts
 from monitor.store.papers import latest_versions
 
 SHARES = (0.02, 0.05, 0.10, 0.20)
@@ -159,17 +158,11 @@ class Alternative:
         return {"setting": self.label, **asdict(self), "cost": round(self.cost, 4)}
 
 
-def _latest_papers(store: Store, days: int | None) -> list[PaperDoc]:
+def _latest_papers(store: Store, days: int | None) -> list[PaperText]:
     """Each paper's latest version; with `days`, only papers published in the last `days` days before
     the newest one (a week's volume prices in seconds where the whole store would take minutes)."""
     with store.session() as session:
-        return paper_docs(latest_versions(session, days))
-
-
-def _claim_texts(store: Store, queries: Sequence[ClaimQuery]) -> list[ClaimText]:
-    with store.session() as session:
-        dates = claim_date_texts(session)
-    return [ClaimText(id=q.claim_id, text=q.text, date_text=dates.get(q.claim_id)) for q in queries]
+        return papers_of(latest_versions(session, days))
 
 
 @dataclass
@@ -221,22 +214,20 @@ def alternatives(
     cfg = settings.relevance_in_force()
     papers = _latest_papers(store, days)
     with store.session() as session:
-        queries = load_claim_queries(session)
-    if not papers or not queries:
+        claims = load_claims(session)
+    if not papers or not claims:
         return []
-    claims = _claim_texts(store, queries)
-    texts = [PaperText(p.arxiv_id, p.version, p.title, p.abstract) for p in papers]
-    judged = GroupedPricing(
-        judge_pricing(load_prompts(settings.judge.prompts_dir)), texts, claims, settings.judge.claims_per_call
-    )
+    # The papers and claims scored are the ones priced, as the judge's and the screen's prompts read them.
+    pricing = judge_pricing(load_prompts(settings.judge.prompts_dir))
+    judged = GroupedPricing(pricing, papers, claims, settings.judge.claims_per_call)
     screened = ScreenCounter(
         load_screen_prompts(settings.judge.prompts_dir),
-        texts,
+        papers,
         claims,
         cfg.screen_claims_per_call,
         cfg.screen_papers_per_call,
     )
-    scorers = _scorers(store, settings, cfg, queries, shares, methods)
+    scorers = _scorers(store, settings, cfg, claims, shares, methods)
     for start in range(0, len(papers), cfg.batch_size):
         part = papers[start : start + cfg.batch_size]
         tokens = tokenize([paper_text(p.title, p.abstract) for p in part])
@@ -280,7 +271,7 @@ def _scorers(
     store: Store,
     settings: Settings,
     cfg: RelevanceSettings,
-    queries: Sequence[ClaimQuery],
+    claims: Sequence[ClaimText],
     shares: Sequence[float],
     methods: Sequence[str] | None,
 ) -> list[_Scorer]:
@@ -297,13 +288,13 @@ def _scorers(
         if not every:
             passes.append((wide, [(cfg.screen_share, True)]))
         for first, options in passes:
-            scorer = make_scorer(store, settings, queries, first, keep_embeddings=False, seen=seen)
+            scorer = make_scorer(store, settings, claims, first, keep_embeddings=False, seen=seen)
             learned = share_cuts(scorer, [share for share, _ in options], cfg.cut)
             cuts = [_Cut(method, share, screen, first, learned[share]) for share, screen in options]
             scorers.append(_Scorer(scorer, cuts))
     if every:  # counted once, on the first scorer's batches: its cut is no cut
         first_cfg = cfg.model_copy(update={"method": names[0]})
-        scorers[0].cuts.append(_Cut("all", 1.0, True, first_cfg, np.zeros(len(queries), np.float32)))
+        scorers[0].cuts.append(_Cut("all", 1.0, True, first_cfg, np.zeros(len(claims), np.float32)))
     return scorers
 
 

@@ -26,7 +26,7 @@ _REQUIRED_TEXT = ("claim", "title", "abstract")
 
 
 @dataclass(frozen=True)
-class Pair:
+class LabelledPair:
     """One labelled example: a claim, a paper's title and abstract, and the gold label."""
 
     claim: str
@@ -37,7 +37,7 @@ class Pair:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def read_pairs(path: Path, limit: int | None = None) -> list[Pair]:
+def read_pairs(path: Path, limit: int | None = None) -> list[LabelledPair]:
     """Read a pairs file; any bad line raises InputError naming file, line and field."""
     try:
         text = path.read_text(encoding="utf-8")
@@ -45,7 +45,7 @@ def read_pairs(path: Path, limit: int | None = None) -> list[Pair]:
         raise InputError(str(path), None, f"cannot read pairs file: {exc.strerror}") from None
     except UnicodeDecodeError:
         raise InputError(str(path), None, "pairs file is not UTF-8 text") from None
-    pairs: list[Pair] = []
+    pairs: list[LabelledPair] = []
     for number, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
             continue
@@ -57,7 +57,7 @@ def read_pairs(path: Path, limit: int | None = None) -> list[Pair]:
     return pairs
 
 
-def _parse_line(path: Path, number: int, raw: str) -> Pair:
+def _parse_line(path: Path, number: int, raw: str) -> LabelledPair:
     try:
         obj = json.loads(raw)
     except json.JSONDecodeError as exc:
@@ -74,7 +74,7 @@ def _parse_line(path: Path, number: int, raw: str) -> Pair:
     if label not in LABELS:
         raise InputError(str(path), number, f"field 'label': {label!r} is not one of {', '.join(LABELS)}")
     extra = {k: v for k, v in obj.items() if k not in (*_REQUIRED_TEXT, "label")}
-    return Pair(obj["claim"], obj["title"], obj["abstract"], label, number, extra)
+    return LabelledPair(obj["claim"], obj["title"], obj["abstract"], label, number, extra)
 
 
 @dataclass(frozen=True)
@@ -131,7 +131,7 @@ def as_three_way(predicted: Iterable[str]) -> list[str]:
 class Prediction:
     """The judge's answer for one pair, after evidence grounding; `error` when no valid answer came."""
 
-    pair: Pair
+    pair: LabelledPair
     label: str
     confidence: float
     evidence: str
@@ -275,7 +275,7 @@ def _per_class_dict(scores: Scores) -> dict[str, dict[str, float | int]]:
 
 def evaluate(
     judge: Judge,
-    pairs: list[Pair],
+    pairs: list[LabelledPair],
     pairs_file: str = "",
     on_progress: Callable[[int], None] | None = None,
     second: SecondReading | None = None,
@@ -304,7 +304,7 @@ def evaluate(
     )
 
 
-def _predict(judge: Judge, pair: Pair, second: SecondReading | None = None) -> Prediction:
+def _predict(judge: Judge, pair: LabelledPair, second: SecondReading | None = None) -> Prediction:
     """One pair as the pipeline would judge it: the claim's date shown, the quote grounded.
 
     A pair with no valid answer (refusal, invalid twice) counts as UNRELATED with its error kept,
@@ -362,7 +362,7 @@ def _predict(judge: Judge, pair: Pair, second: SecondReading | None = None) -> P
     )
 
 
-def label_counts(pairs: list[Pair]) -> Counter[str]:
+def label_counts(pairs: list[LabelledPair]) -> Counter[str]:
     return Counter(p.label for p in pairs)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, ClassVar
 
 from sqlalchemy.orm import Session
@@ -24,6 +24,7 @@ from monitor.judge_names import shown_judge, triage_only_judge
 from monitor.llm.cost import cached_prefix, estimate_tokens
 from monitor.llm.texts import ClaimText, PaperText
 from monitor.llm.units import CallCounts, Pair, UnitPricing, WorkUnit, group_units
+from monitor.relevance.text import load_claims
 from monitor.store.claims import active_totals
 from monitor.store.db import Store
 from monitor.store.pairs import PairScope, PairState, WorkRow, count_judge_work, judge_rows
@@ -136,25 +137,28 @@ def pending_units(
     top_k: int | None = None,
 ) -> list[WorkUnit]:
     """The work a run would do (store/pairs.py `judge_rows`), grouped by paper version and chunked by the
-    judge's claims_per_call.
+    judge's claims_per_call. Each pair's claim is the one relevance ranked its paper for (`load_claims`).
 
     Parked pairs are left out unless `force` or `retry_parked`; `summary.parked` counts them. With
     `top_k` (`triage_cut`), only each claim's `top_k` candidates of a week by relevance score.
     """
     scope = PairScope(since=since, claim_ids=claim_ids, top_k=top_k)
     with store.session() as session:
+        claims = {c.id: c for c in load_claims(session, claim_ids or None)}  # no ids: all, as the scope
         rows = judge_rows(session, judge, scope, force=force, retry_parked=retry_parked)
-        return group_units(_pending(rows, summary), judge.claims_per_call)
+        return group_units(_pending(rows, claims, summary), judge.claims_per_call)
 
 
-def _pending(rows: Iterable[WorkRow], summary: JudgeSummary | None) -> Iterator[tuple[PaperText, Pair]]:
-    """The rows' pairs to ask, but those parked (`summary.parked` counts them).
+def _pending(
+    rows: Iterable[WorkRow], claims: dict[str, ClaimText], summary: JudgeSummary | None
+) -> Iterator[tuple[PaperText, Pair]]:
+    """The rows' pairs to ask, each with its claim of `claims` (by id), but those parked
+    (`summary.parked` counts them).
 
     Rows come paper by paper: a paper's text is kept once, not once per claim (a large library's 400,000
-    pending pairs held a gigabyte of abstracts), and each claim once.
+    pending pairs held a gigabyte of abstracts); each claim is one object for all its pairs.
     """
     paper: PaperText | None = None
-    claims: dict[tuple[str, str, str | None], tuple[ClaimText, str]] = {}
     for row in rows:
         if row.state is PairState.PARKED:
             if summary is not None:
@@ -163,13 +167,18 @@ def _pending(rows: Iterable[WorkRow], summary: JudgeSummary | None) -> Iterator[
         if paper is None or (paper.arxiv_id, paper.version) != (row.arxiv_id, row.version):
             day = row.published.isoformat() if row.published else None
             paper = PaperText(row.arxiv_id, row.version, row.title, row.abstract, day)
-        claim = claims.get((row.claim_id, row.claim_text, row.date_text))
-        if claim is None:
-            claim = claims[row.claim_id, row.claim_text, row.date_text] = (
-                ClaimText(row.claim_id, row.claim_text, row.date_text),
-                text_hash(row.claim_text),
-            )
-        yield paper, Pair(claim[0], row.key, claim[1])
+        claim = claims.get(row.claim_id)
+        if claim is None or (claim.text, claim.date_text) != (row.claim_text, row.date_text):
+            # Edited between the two reads (another process's import): the row's wording is the one
+            # its cache key names, so it is the one asked about and recorded.
+            claim = claims[row.claim_id] = _reworded(claim, row)
+        yield paper, Pair(claim, row.key)
+
+
+def _reworded(claim: ClaimText | None, row: WorkRow) -> ClaimText:
+    """`claim` (or a bare one) with the wording and date of `row`."""
+    base = claim or ClaimText(row.claim_id, row.claim_text)
+    return replace(base, text=row.claim_text, date_text=row.date_text, text_hash=text_hash(row.claim_text))
 
 
 def judge_pricing(prompts: JudgePrompts) -> UnitPricing:

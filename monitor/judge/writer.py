@@ -130,7 +130,7 @@ class AssessmentWriter:
             "arxiv_id": paper.arxiv_id,
             "version": paper.version,
             "claim_id": pair.claim.id,
-            "claim_text_hash": pair.text_hash,
+            "claim_text_hash": pair.claim.text_hash,
             "judge": self.judge.name,
             "model": self.judge.model,
             "prompt_version": self.judge.prompt_version,

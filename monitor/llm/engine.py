@@ -142,7 +142,7 @@ def _section_state(section: Section) -> dict[str, Any]:
         },
         "pairs": [
             {"id": p.claim.id, "text": p.claim.text, "date_text": p.claim.date_text, "key": p.ref}
-            | ({"text_hash": p.text_hash} if p.text_hash else {})
+            | ({"text_hash": p.claim.text_hash} if p.claim.text_hash else {})
             for p in section.pairs
         ],
     }
@@ -169,7 +169,7 @@ def unit_from_state(state: dict[str, Any]) -> WorkUnit:
     sections = []
     for section in state.get("sections", [state]):
         pairs = [
-            Pair(ClaimText(p["id"], p["text"], p.get("date_text")), _pair_ref(p), p.get("text_hash", ""))
+            Pair(ClaimText(p["id"], p["text"], p.get("date_text"), p.get("text_hash", "")), _pair_ref(p))
             for p in section["pairs"]
         ]
         sections.append(Section(PaperText(**section["paper"]), pairs))

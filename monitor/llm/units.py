@@ -19,16 +19,16 @@ from monitor.llm.texts import ClaimText, PaperText
 
 @dataclass
 class Pair:
-    """One pending (paper version, claim) pair: its claim, the stage's reference to it, and the claim's hash.
+    """One pending (paper version, claim) pair: its claim and the stage's reference to it.
 
     `ref` is opaque to the engine: what a batch row records of the pair (so an open batch is known to
     carry it) and what the stage's writer finds it again by. Each stage says what it is: the judge's
     assessment cache key, the screen's "<arxiv_id>v<version>/<claim id>" (relevance/screen.py
-    `pair_ref`), the second look's assessment id."""
+    `pair_ref`), the second look's assessment id. What an assessment keeps of the claim's wording is
+    the claim's own `text_hash`."""
 
     claim: ClaimText
     ref: str = ""
-    text_hash: str = ""  # the claim text's hash, kept with an assessment
 
 
 @dataclass

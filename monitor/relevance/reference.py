@@ -18,8 +18,9 @@ from pathlib import Path
 import numpy as np
 
 from monitor.errors import ConfigError
+from monitor.llm.texts import PaperText
 from monitor.relevance.bm25 import tokenize
-from monitor.relevance.scoring import PaperDoc, RelevanceScorer
+from monitor.relevance.scoring import RelevanceScorer
 from monitor.relevance.text import paper_text
 
 REFERENCE_PAPERS = Path(__file__).parent / "data" / "reference_papers.jsonl.gz"
@@ -27,12 +28,12 @@ SAMPLE_SIZE = 3000
 
 
 @lru_cache(maxsize=2)
-def reference_papers(path: Path = REFERENCE_PAPERS) -> tuple[tuple[PaperDoc, ...], tuple[list[str], ...]]:
+def reference_papers(path: Path = REFERENCE_PAPERS) -> tuple[tuple[PaperText, ...], tuple[list[str], ...]]:
     """The sample's papers and their tokens, read and tokenised once per process."""
     try:
         with gzip.open(path, "rt", encoding="utf-8") as fh:
             rows = [json.loads(line) for line in fh if line.strip()]
-        papers = tuple(PaperDoc(0, r["arxiv_id"], int(r["version"]), r["title"], r["abstract"]) for r in rows)
+        papers = tuple(PaperText(r["arxiv_id"], int(r["version"]), r["title"], r["abstract"]) for r in rows)
     except (OSError, ValueError, KeyError) as exc:
         raise ConfigError(f"{path}: cannot read the relevance reference sample: {exc}") from None
     return papers, tuple(tokenize([paper_text(p.title, p.abstract) for p in papers]))

@@ -13,32 +13,22 @@ with 10 others or 20,000, which is what lets selection be incremental.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from monitor.config import RelevanceSettings
+from monitor.llm.texts import ClaimText, PaperText
 from monitor.relevance.bm25 import BM25Scorer, Lexicon, load_lexicon, tokenize
-from monitor.relevance.text import ClaimQuery, paper_text
+from monitor.relevance.text import paper_text
 
 
-@dataclass(frozen=True)
-class PaperDoc:
-    """One stored paper version as the relevance stage reads it."""
-
-    row_id: int  # paper_versions.id
-    arxiv_id: str
-    version: int
-    title: str
-    abstract: str
-
-    @property
-    def embedding_key(self) -> str:
-        # What is embedded is the title, so the key says so; abstracts would use another key.
-        return f"title:{self.arxiv_id}v{self.version}"
+def title_key(paper: PaperText) -> str:
+    """The cached embedding's key of a paper version's title."""
+    # What is embedded is the title, so the key says so; abstracts would use another key.
+    return f"title:{paper.arxiv_id}v{paper.version}"
 
 
-TitleVectors = Callable[[Sequence[PaperDoc]], np.ndarray]
+TitleVectors = Callable[[Sequence[PaperText]], np.ndarray]
 TextVectors = Callable[[Sequence[str]], np.ndarray]
 
 
@@ -48,7 +38,7 @@ class RelevanceScorer:
     def __init__(
         self,
         settings: RelevanceSettings,
-        claims: Sequence[ClaimQuery],
+        claims: Sequence[ClaimText],
         title_vectors: TitleVectors | None = None,
         text_vectors: TextVectors | None = None,
         lexicon: Lexicon | None = None,
@@ -87,7 +77,7 @@ class RelevanceScorer:
 
     def score(
         self,
-        papers: Sequence[PaperDoc],
+        papers: Sequence[PaperText],
         tokens: Sequence[list[str]] | None = None,
         claims: Sequence[int] | None = None,
         lexical: np.ndarray | None = None,

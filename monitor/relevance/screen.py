@@ -50,9 +50,9 @@ from monitor.llm.recorder import ExchangeRecorder
 from monitor.llm.texts import ClaimText, PaperText, Recorder
 from monitor.llm.transport import ChatTransport, Mode, Question
 from monitor.llm.units import CallCounts, Pair, Section, WorkUnit
+from monitor.relevance.text import load_claims
 from monitor.store import Store
 from monitor.store.candidates import count_screen_pending, pending_screen_pairs, save_screen_answers
-from monitor.store.claims import active_claims
 from monitor.store.papers import version_texts
 from monitor.store.runs import StageNotes
 
@@ -302,7 +302,7 @@ def pending_screen_units(
         pending = pending_screen_pairs(session, claim_ids, since)
         if not pending:
             return []
-        claims = [ClaimText(c.id, c.text, c.date_text) for c in active_claims(session)]
+        claims = load_claims(session)
         rows = version_texts(session, list(pending))
     texts = {
         key: PaperText(key[0], key[1], title, abstract, day.isoformat() if day else None)

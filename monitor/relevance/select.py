@@ -23,17 +23,15 @@ from typing import ClassVar
 import numpy as np
 from sqlalchemy.orm import Session
 
-from monitor.claims.ids import text_hash
 from monitor.config import RelevanceSettings, Settings
+from monitor.llm.texts import ClaimText, PaperText
 from monitor.progress import progress_bar
 from monitor.relevance.reference import claim_cuts
-from monitor.relevance.scoring import PaperDoc, RelevanceScorer, select_pairs
+from monitor.relevance.scoring import RelevanceScorer, select_pairs, title_key
 from monitor.relevance.screen import ScreenSummary, screen_pending
-from monitor.relevance.text import ClaimQuery
+from monitor.relevance.text import load_claims, papers_of
 from monitor.store import Store
 from monitor.store.candidates import SCREEN_PENDING, add_candidates, candidate_keys
-from monitor.store.claims import active_claims, line_contexts
-from monitor.store.models import PaperVersion
 from monitor.store.papers import count_versions_between, last_version_row, versions_between
 from monitor.store.runs import StageNotes
 from monitor.store.scan_marks import scanned_upto, set_scanned_upto
@@ -75,39 +73,17 @@ class RelevanceSummary:
         return StageNotes(within=[self.screened] if self.screened is not None else [])
 
 
-def load_claim_queries(session: Session, claim_ids: Sequence[str] | None = None) -> list[ClaimQuery]:
-    """Active claims with their note titles, line questions and topics."""
-    claims = active_claims(session, claim_ids)
-    context: dict[str, tuple[list[str], list[str]]] = {c.id: ([], list(c.topics or [])) for c in claims}
-    for claim_id, question, topics in line_contexts(session, context):
-        questions, all_topics = context[claim_id]
-        if question and question not in questions:
-            questions.append(question)
-        all_topics.extend(t for t in topics or [] if t not in all_topics)
-    return [
-        ClaimQuery(
-            claim_id=c.id,
-            text=c.text,
-            text_hash=text_hash(c.text),
-            title=c.title,
-            questions=tuple(context[c.id][0]),
-            topics=tuple(context[c.id][1]),
-        )
-        for c in claims
-    ]
-
-
-def _load_marks(session: Session, claims: Sequence[ClaimQuery]) -> dict[str, int]:
+def _load_marks(session: Session, claims: Sequence[ClaimText]) -> dict[str, int]:
     """Per claim id, the last paper_versions.id scanned for its current text (0: none yet)."""
-    marks = dict.fromkeys((c.claim_id for c in claims), 0)
-    marks.update(scanned_upto(session, ((c.claim_id, c.text_hash) for c in claims)))
+    marks = dict.fromkeys((c.id for c in claims), 0)
+    marks.update(scanned_upto(session, ((c.id, c.text_hash) for c in claims)))
     return marks
 
 
-def _advance_marks(session: Session, claims: Sequence[ClaimQuery], marks: dict[str, int], upto: int) -> None:
+def _advance_marks(session: Session, claims: Sequence[ClaimText], marks: dict[str, int], upto: int) -> None:
     for claim in claims:
-        marks[claim.claim_id] = max(marks[claim.claim_id], upto)
-    set_scanned_upto(session, [(c.claim_id, c.text_hash, marks[c.claim_id]) for c in claims])
+        marks[claim.id] = max(marks[claim.id], upto)
+    set_scanned_upto(session, [(c.id, c.text_hash, marks[c.id]) for c in claims])
 
 
 def batch_ceiling(cfg: RelevanceSettings, share: float) -> float:
@@ -118,14 +94,10 @@ def batch_ceiling(cfg: RelevanceSettings, share: float) -> float:
     return max(cfg.max_share, min(1.0, 2 * share))
 
 
-def paper_docs(rows: Sequence[PaperVersion]) -> list[PaperDoc]:
-    return [PaperDoc(r.id, r.arxiv_id, r.version, r.title, r.abstract) for r in rows]
-
-
 def make_scorer(
     store: Store,
     settings: Settings,
-    claims: Sequence[ClaimQuery],
+    claims: Sequence[ClaimText],
     relevance: RelevanceSettings | None = None,
     keep_embeddings: bool = True,
     seen: dict[str, np.ndarray] | None = None,
@@ -143,12 +115,12 @@ def make_scorer(
 
     embedder = get_embedder()
 
-    def title_vectors(papers: Sequence[PaperDoc]) -> np.ndarray:
+    def title_vectors(papers: Sequence[PaperText]) -> np.ndarray:
         known = {} if seen is None else seen
-        wanted = {p.embedding_key: p.title for p in papers if p.embedding_key not in known}
+        wanted = {title_key(p): p.title for p in papers if title_key(p) not in known}
         if wanted:
             known.update(cached_embeddings(store, wanted, embedder, keep_embeddings))
-        return np.stack([known[p.embedding_key] for p in papers])
+        return np.stack([known[title_key(p)] for p in papers])
 
     def query_vectors(texts: Sequence[str]) -> np.ndarray:
         # Cached too: a weekly replay builds a scorer per period and the queries rarely change.
@@ -203,7 +175,7 @@ class _Plan:
 class _Scan:
     """The claims behind the newest paper version and what each has seen, scored by one scorer."""
 
-    behind: list[ClaimQuery]
+    behind: list[ClaimText]
     marks: dict[str, int]
     scorer: RelevanceScorer
     due: list[int]  # rows of `behind` in the scorer (which scores every active claim)
@@ -236,12 +208,12 @@ def select_candidates(
     plan = _Plan.of(settings)
     summary = RelevanceSummary(method=plan.method)
     with store.session() as session:
-        active = load_claim_queries(session)
-        claims = [c for c in active if claim_ids is None or c.claim_id in set(claim_ids)]
+        active = load_claims(session)
+        claims = [c for c in active if claim_ids is None or c.id in set(claim_ids)]
         marks = _load_marks(session, claims)
         top = last_version_row(session)
     summary.claims = len(claims)
-    behind = [c for c in claims if marks[c.claim_id] < top]
+    behind = [c for c in claims if marks[c.id] < top]
     if behind:
         scan = _prepare(store, settings, plan, active, behind, marks)
         _scan_versions(store, plan, scan, top, summary, progress, run_id, should_stop)
@@ -273,8 +245,8 @@ def _prepare(
     store: Store,
     settings: Settings,
     plan: _Plan,
-    active: list[ClaimQuery],
-    behind: list[ClaimQuery],
+    active: list[ClaimText],
+    behind: list[ClaimText],
     marks: dict[str, int],
 ) -> _Scan:
     """Score with every active claim, so a pair's score never depends on which claims are due."""
@@ -284,7 +256,7 @@ def _prepare(
         cuts = np.full(len(due), -np.inf, dtype=np.float32)
     else:
         cuts = claim_cuts(scorer, plan.share, plan.cfg.cut, due)
-    seen = np.array([marks[c.claim_id] for c in behind], dtype=np.int64)
+    seen = np.array([marks[c.id] for c in behind], dtype=np.int64)
     return _Scan(behind, marks, scorer, due, cuts, seen)
 
 
@@ -309,7 +281,7 @@ def _scan_versions(
                 rows = versions_between(session, after, top, plan.cfg.batch_size)
             if not rows:
                 break
-            after = _scan_batch(store, plan, scan, paper_docs(rows), run_id, summary)
+            after = _scan_batch(store, plan, scan, papers_of(rows), run_id, summary)
             advance(len(rows))
             if _stopped(should_stop):  # a daemon or replay asked to stop: the next run resumes here
                 break
@@ -319,7 +291,7 @@ def _scan_batch(
     store: Store,
     plan: _Plan,
     scan: _Scan,
-    papers: list[PaperDoc],
+    papers: list[PaperText],
     run_id: int | None,
     summary: RelevanceSummary,
 ) -> int:
@@ -341,8 +313,8 @@ def _scan_batch(
 
 def _write(
     session: Session,
-    claims: Sequence[ClaimQuery],
-    papers: Sequence[PaperDoc],
+    claims: Sequence[ClaimText],
+    papers: Sequence[PaperText],
     pairs: list[tuple[int, int, float]],
     method: str,
     run_id: int | None,
@@ -355,7 +327,7 @@ def _write(
     existing = candidate_keys(session, ids)
     new: list[tuple[tuple[str, int, str], float]] = []
     for c, p, score in pairs:
-        paper, claim_id = papers[p], claims[c].claim_id
+        paper, claim_id = papers[p], claims[c].id
         key = (paper.arxiv_id, paper.version, claim_id)
         if key in existing:
             continue

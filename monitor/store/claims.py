@@ -134,11 +134,6 @@ def claim_texts(session: Session, claim_ids: Iterable[str]) -> dict[str, str]:
     return {cid: text for cid, text in session.execute(query)}
 
 
-def claim_date_texts(session: Session) -> dict[str, str | None]:
-    """Every claim's date as written (None: undated), retired ones too, by id."""
-    return {cid: date for cid, date in session.execute(select(Claim.id, Claim.date_text))}
-
-
 def successors(session: Session) -> dict[str, str]:
     """Retired claim id -> the claim that replaced it directly (one step of a chain of edits)."""
     query = select(Claim.id, Claim.replaced_by).where(Claim.replaced_by.is_not(None))
