@@ -16,6 +16,7 @@ from sqlalchemy import select
 from test_judge_runner import ABSTRACT, add_candidate, add_claim, add_paper, settings_for
 
 from monitor.config import Settings
+from monitor.judge.batch import run_batch
 from monitor.judge.factory import make_judge
 from monitor.judge.prompts import load_prompts
 from monitor.judge.runner import judge_pending
@@ -188,6 +189,40 @@ def test_a_failed_second_look_leaves_the_label_waiting_and_a_rerun_finishes_it_o
     with store.session() as s:
         assert len(list(s.scalars(select(SecondLook)))) == 1
     assert outcome(store, settings).status == "DURABLE"  # one direct paper at the 0.86 cap
+
+
+def test_a_batch_answer_waits_for_its_second_reading_as_a_live_one_does(
+    store: Store, llm: ScriptedLLM
+) -> None:
+    world(store)
+    llm.default = scripted(("OVERTURNS", "direct", 0.95), None)  # the batch answers; a second look fails
+    llm.batches.ready = True
+    settings = looking(llm, max_retries=0, batch_poll_seconds=0.01)
+    summary = run_batch(store, settings, make_judge(settings), wait=True)
+    assert (summary.batches_collected, summary.judged) == (1, 1)
+    # Collected, the batch's label waits for its second reading and counts for nothing yet.
+    assert current(store).second_look == "pending"
+    assert summary.second_look is not None and summary.second_look.failed == 1
+    waiting = outcome(store, settings)
+    assert waiting.status == "UNTESTED" and waiting.summary.withheld == {"awaiting a second reading": 1}
+
+    # The next batch invocation has nothing to collect or submit; it gives the waiting label its second
+    # reading live, and the label counts with it.
+    llm.default = scripted(("OVERTURNS", "direct", 0.95), ("OVERTURNS", "indirect", 0.9))
+    before = len(llm.chat_requests())
+    again = run_batch(store, settings, make_judge(settings), wait=True)
+    assert (again.pending, again.batches_submitted, again.judged) == (0, 0, 0)
+    assert [is_second_look(r.body) for r in llm.chat_requests()[before:]] == [True]
+    looked = again.second_look
+    assert looked is not None and (looked.agreed, looked.pending_left) == (1, 0)
+    assert again.cost_estimate == pytest.approx(looked.cost)  # live calls, at live prices
+    row = current(store)
+    assert (row.label, row.strength, row.second_look) == ("OVERTURNS", "direct", "agreed")
+    assert (item(store, settings).strength, item(store, settings).evidence) == ("indirect", SECOND_QUOTE)
+    assert outcome(store, settings).summary.withheld == {}
+    with store.session() as s:
+        formats = sorted((e.provider, e.response_format) for e in s.scalars(select(LLMExchange)))
+    assert formats[0] == ("openai", "batch") and {p for p, _ in formats[1:]} == {"openai-second-look"}
 
 
 @pytest.mark.parametrize(

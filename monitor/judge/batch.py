@@ -6,12 +6,15 @@ it polls until everything submitted is collected. The LLM engine does the work (
 state lives in `judge_batches` (monitor/llm/batch.py), so a crash or a cron job that exits between
 submit and collect loses nothing: the next invocation picks it up. A batch answer that fails
 validation is recorded as an error; the pair stays pending and goes into the next batch (batches get
-no corrective turn).
+no corrective turn). A collected answer that needs a second reading (`judge.second_look`) waits for it
+as a live one does: after collecting, each invocation asks the second looks pending live, as the
+runner does (monitor/judge/runner.py, judge/second_look.py).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import openai
 
@@ -19,10 +22,10 @@ from monitor.config import Settings
 from monitor.errors import ConfigError, JudgeError
 from monitor.judge.base import Judge
 from monitor.judge.openai_judge import OpenAIJudge
-from monitor.judge.runner import count_usage
+from monitor.judge.runner import count_usage, run_second_looks, second_look_policy
 from monitor.judge.work import JudgeSummary, estimate_judge_units, pending_units
 from monitor.judge.writer import AssessmentWriter
-from monitor.llm.engine import BatchRun
+from monitor.llm.engine import BatchRun, TokenBudget
 from monitor.llm.recorder import ExchangeRecorder
 from monitor.store.db import Store
 from monitor.store.runs import partial_on_failure
@@ -36,14 +39,20 @@ def run_batch(
     force: bool = False,
     claim_ids: list[str] | None = None,
     wait: bool = False,
+    should_stop: Callable[[], bool] | None = None,
+    budget: TokenBudget | None = None,
 ) -> JudgeSummary:
-    """Collect finished batches, submit what is pending, and (with `wait`) poll until all are in.
-    Exchanges and assessments are stored under `run_id`; a failure carries the summary so far."""
+    """Collect finished batches, submit what is pending, (with `wait`) poll until all are in, then give
+    the collected answers that wait for one their second reading, live, within what the collected
+    answers left of `budget` (default all of `llm.token_budget`; no second look starts once
+    `should_stop()` says so). Exchanges and assessments are stored under `run_id`; a failure carries
+    the summary so far."""
     if not (judge.supports_batch and isinstance(judge, OpenAIJudge)):
         raise ConfigError("--batch needs the openai judge provider (the Batch API is OpenAI's)")
     summary = JudgeSummary(judge=judge.name, model=judge.model, prompt_version=judge.prompt_version)
     recorder = ExchangeRecorder(store, run_id)
-    writer = AssessmentWriter(store, judge, summary, force, run_id)
+    policy = second_look_policy(settings, judge)
+    writer = AssessmentWriter(store, judge, summary, force, run_id, second_look=policy)
     engine = BatchRun(store, "judge", judge, writer, recorder, summary)
     with partial_on_failure(summary):
         try:
@@ -64,4 +73,8 @@ def run_batch(
         finally:
             # Batch calls cost half, whatever llm.batch says.
             count_usage(summary, recorder, settings, judge, batch=True)
+        # Not held back by a submit the budget cut short: that batch's tokens are not spent yet.
+        if policy is not None:
+            budget = budget or TokenBudget.of(settings.llm)
+            run_second_looks(store, settings, summary, run_id, should_stop, claim_ids, budget)
     return summary

@@ -122,11 +122,11 @@ def judge_pending(
             count_usage(summary, recorder, settings, judge, batch=False)
             summary.warnings.extend(_notes(judge, settings, summary, writer, budget))
         if policy is not None and not summary.budget_exhausted and not summary.judge_unavailable:
-            _second_looks(store, settings, summary, run_id, should_stop, claim_ids, budget)
+            run_second_looks(store, settings, summary, run_id, should_stop, claim_ids, budget)
     return summary
 
 
-def _second_looks(
+def run_second_looks(
     store: Store,
     settings: Settings,
     summary: JudgeSummary,
@@ -135,9 +135,10 @@ def _second_looks(
     claim_ids: list[str] | None,
     budget: TokenBudget,
 ) -> None:
-    """The second readings pending (this run's and any a stopped run left), within what the first
-    readings left of the budget; a spent budget or an unreachable server ends judging as the first
-    reading's would."""
+    """The second readings pending (this run's and any a stopped run left), asked live whether the first
+    readings came live or by batch (judge/batch.py), within what the first readings left of the budget
+    (`summary.tokens`, counted before); a spent budget or an unreachable server ends judging as the
+    first reading's would."""
     left = budget.after(summary.tokens)
     looked = second_look_pending(store, settings, run_id, should_stop, claim_ids, budget=left)
     summary.second_look = looked

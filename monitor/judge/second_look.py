@@ -6,10 +6,12 @@ OVERTURNS), and by default every bearing label and every unsure one (`judge.seco
 in order, which sentences of the abstract report findings, whether one speaks to the claim, whether
 the first reading's quote and rationale hold, and then labels the pair itself; `llm.review_model`
 names a stronger model for it. The assessment waits (`assessments.second_look = 'pending'`) and
-counts toward no verdict until then. Where the second reading gives the same label, the pair counts
-with the second reading's strength, and its quote and rationale where its quote is grounded; where it
-differs, the pair goes to the curator's queue (`monitor review`) and counts for nothing until a curator
-decides. Each answer commits on its own; a failed call leaves the pair pending for the next run.
+counts toward no verdict until then, whether its first reading came live or by Batch API (whose
+answers get their second reading live, once collected: monitor/judge/batch.py). Where the second
+reading gives the same label, the pair counts with the second reading's strength, and its quote and
+rationale where its quote is grounded; where it differs, the pair goes to the curator's queue
+(`monitor review`) and counts for nothing until a curator decides. Each answer commits on its own; a
+failed call leaves the pair pending for the next run.
 """
 
 from __future__ import annotations

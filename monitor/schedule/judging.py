@@ -86,10 +86,20 @@ def judge_once(store: Store, settings: Settings, request: JudgeRequest, stop: St
         if batch:
             from monitor.judge.batch import run_batch
 
-            which = {"force": request.force, "claim_ids": request.claim_ids}
             step(
                 "batches",
-                lambda: run_batch(store, settings, judge, run.id, wait=request.wait, **which),
+                # The second looks of what is collected are live: the run's stop signal and budget.
+                lambda: run_batch(
+                    store,
+                    settings,
+                    judge,
+                    run.id,
+                    force=request.force,
+                    claim_ids=request.claim_ids,
+                    wait=request.wait,
+                    should_stop=job.should_stop,
+                    budget=job.budget,
+                ),
                 shown=lambda result: show("batches", result),
             )
             return
