@@ -9,8 +9,10 @@ stage would make them (monitor/relevance/screen.py: claim groups of `relevance.s
 the judge reads the share of the week's pairs the screen keeps and the second look its share of those,
 both measured on a real week through the teacher (docs/relevance.md, bench/llm_path_week.py) unless
 given. Prices are the project's defaults (gpt-4o-mini: $0.15 / $0.075 cached / $0.60 per million
-prompt / cached prompt / completion tokens), live and through the Batch API (half of each).
-Nothing is called and nothing is stored.
+prompt / cached prompt / completion tokens), live and through the Batch API (half of each): under
+batch (`relevance.screen_batch`, `llm.batch`) the screen and the judge's first readings are at batch
+rates, and the second looks at live rates, as `monitor judge --batch` asks them live once it has
+collected the first readings (monitor/judge/batch.py). Nothing is called and nothing is stored.
 """
 
 from __future__ import annotations
@@ -87,10 +89,20 @@ def main() -> None:
     sample = [(rng.choice(papers), rng.choice(claims)) for _ in range(200)]
     out: dict[str, object] = {"claims": len(claims), "papers": len(papers), "pairs": pairs}
     for batch in (False, True):
-        priced = settings.model_copy(update={"llm": settings.llm.model_copy(update={"batch": batch})})
+        # Through the Batch API: the screen's batches (relevance.screen_batch) and the judge's (llm.batch).
+        priced = settings.model_copy(
+            update={
+                "llm": settings.llm.model_copy(update={"batch": batch}),
+                "relevance": cfg.model_copy(update={"screen_batch": batch}),
+            }
+        )
         kept = price_kept(priced, pairs, args.keep_share, sample)
         screen_usd = token_cost(
-            priced, screen.prompt_tokens, screen.completion_tokens, batch, screen.cached_tokens
+            priced,
+            screen.prompt_tokens,
+            screen.completion_tokens,
+            priced.relevance.screen_batch,
+            screen.cached_tokens,
         )
         out["batch" if batch else "live"] = {
             "screen": {

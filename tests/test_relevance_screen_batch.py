@@ -146,6 +146,40 @@ def test_dry_run_prices_the_screen_at_batch_rates(store, llm: ScriptedLLM) -> No
     assert at_live["cost_estimate"] == tokens and at_batch["cost_estimate"] == pytest.approx(tokens / 2)
 
 
+def test_the_dry_run_prices_first_readings_of_what_the_screen_keeps_at_batch_rates_and_second_looks_live(
+    store, llm: ScriptedLLM
+) -> None:
+    """Under batch (`--batch` or `llm.batch`) the judge's first readings of the pairs the screen is
+    expected to keep cost half, and their second looks what they cost live: `monitor judge --batch`
+    asks those live once it has collected the first readings (judge/batch.py)."""
+    from monitor.schedule.judging import JudgeRequest, judge_once
+    from monitor.schedule.signals import StopFlag
+
+    add_claim(store, SPARSITY)
+    add_claim(store, CALIBRATION)
+    add_papers(store, [RELEVANT, CALIBRATION_PAPER] * 25)  # 100 pairs: the shipped 1.06% keeps one
+    settings = screen_settings(llm)
+    select_candidates(store, settings, screen=False)  # the first cut only: pairs pending, nothing called
+    settings.llm.price_input_per_million = settings.llm.price_output_per_million = 1e6  # a dollar a token
+    settings.llm.price_cached_input_per_million = 1e6
+
+    def after_screen(batch: bool, configured: bool = False) -> dict[str, Any]:
+        shown: dict[str, Any] = {}
+        request = JudgeRequest(dry_run=True, batch=batch, relevance=False, alternatives=False)
+        priced = settings.model_copy(update={"llm": settings.llm.model_copy(update={"batch": configured})})
+        judge_once(store, priced, request, StopFlag(), shown.__setitem__)
+        return shown["screen estimate"]["after_screen"]
+
+    live, batch = after_screen(False), after_screen(True)
+    assert after_screen(False, configured=True) == batch  # llm.batch prices as --batch does
+    assert (live["pairs"], live["second_looks"], live["batch"], batch["batch"]) == (1, 1, False, True)
+    assert live["cost"] / 2 < batch["cost"] < live["cost"]  # only the first readings cost half
+    assert batch["judge_cost"] == pytest.approx(live["judge_cost"] / 2)
+    assert batch["second_look_cost"] == live["second_look_cost"] > 0
+    assert batch["cost"] == pytest.approx(batch["judge_cost"] + batch["second_look_cost"])
+    assert llm.requests == []
+
+
 def test_a_screen_batch_of_a_v8_store_is_a_screen_batch_after_the_upgrade(db_url: str) -> None:
     load_schema(db_url, 8)  # the last version whose screen batches carried a "screen:" prefix
     engine = create_engine(db_url)

@@ -176,10 +176,13 @@ def _show(step: str, result: Any) -> None:
         after = result.get("after_screen")
         if after:
             basis = "this store's" if after["measured"] else "the shipped"
+            # Under --batch the first readings are at Batch API rates; the second looks are asked live.
+            rates = " (Batch API)" if after["batch"] else ""
             console.print(
                 f"then judging what it keeps (estimate, at {basis} keep share {after['keep_share']:.1%}): "
-                f"~{after['pairs']:,} pair(s), ~{after['second_looks']:,} second look(s), "
-                f"${after['cost']:.2f}; the judge estimate below covers only pairs already kept",
+                f"~{after['pairs']:,} pair(s) ${after['judge_cost']:.2f}{rates}, ~{after['second_looks']:,} "
+                f"second look(s) ${after['second_look_cost']:.2f} (live), ${after['cost']:.2f} in all; "
+                "the judge estimate below covers only pairs already kept",
                 highlight=False,
                 soft_wrap=True,
             )

@@ -68,16 +68,26 @@ class AfterScreen:
     prompt_tokens: int
     cached_tokens: int
     completion_tokens: int
-    cost: float
+    judge_cost: float  # the first readings: at Batch API rates with `batch`
+    second_look_cost: float  # the second readings: always asked live, at live rates
+    batch: bool = False
+
+    @property
+    def cost(self) -> float:
+        return self.judge_cost + self.second_look_cost
 
     def as_dict(self) -> dict[str, object]:
-        return {**asdict(self), "cost": round(self.cost, 4)}
+        money = {name: round(getattr(self, name), 4) for name in ("judge_cost", "second_look_cost", "cost")}
+        return {**asdict(self), **money}
 
 
-def after_screen(store: Store, settings: Settings, screen_pairs: int) -> AfterScreen:
+def after_screen(
+    store: Store, settings: Settings, screen_pairs: int, batch: bool | None = None
+) -> AfterScreen:
     """Judging (and second looks for) the share of `screen_pairs` the screen is expected to keep (this
     store's own share once it has screened enough, else the shipped one), priced from prompts rendered
-    for a sample of the pairs waiting for the screen."""
+    for a sample of the pairs waiting for the screen; the first readings at Batch API rates with `batch`
+    (None: as `llm.batch` says)."""
     from monitor.relevance.screen import pending_screen_units
     from monitor.store.candidates import screen_tally
 
@@ -87,7 +97,7 @@ def after_screen(store: Store, settings: Settings, screen_pairs: int) -> AfterSc
     share = kept / (kept + dropped) if measured else SCREEN_KEEP_SHARE
     units = pending_screen_units(store, settings)
     sample = [(s.paper, p.claim) for u in units for s in u.sections for p in s.pairs]
-    return price_kept(settings, screen_pairs, share, sample, measured)
+    return price_kept(settings, screen_pairs, share, sample, measured, batch)
 
 
 def price_kept(
@@ -96,11 +106,14 @@ def price_kept(
     share: float,
     sample: Sequence[tuple[PaperText, ClaimText]],
     measured: bool = False,
+    batch: bool | None = None,
 ) -> AfterScreen:
     """`after_screen` from its parts: judging `share` of `screen_pairs`, KEPT_PAIRS_PER_CALL a call, and
     the second looks `judge.second_look` gives them (SECOND_LOOK_SHARE), priced from the prompts of (up to
-    SAMPLED_PAIRS of) `sample`'s pairs, cached system prompts and Batch API prices counted."""
-    from monitor.judge.second_look import ANSWER_TOKENS, FirstReading, SecondLooker
+    SAMPLED_PAIRS of) `sample`'s pairs, cached system prompts counted. With `batch` (None: as `llm.batch`
+    says) the first readings are at Batch API rates; the second looks are at live rates either way, as
+    `monitor judge --batch` asks them live once it has collected the first readings (judge/batch.py)."""
+    from monitor.judge.second_look import ANSWER_TOKENS, FirstReading, SecondLooker, second_look_cost
     from monitor.judge.work import COMPLETION_TOKENS_PER_CLAIM
     from monitor.llm.cost import cached_prefix, estimate_tokens
 
@@ -110,8 +123,9 @@ def price_kept(
     looker = SecondLooker(settings, connect=False)
     first = FirstReading("RELAXES", "direct", 0.8, "x" * 120, "x" * 200)
     sample = list(sample)[:: max(1, len(sample) // SAMPLED_PAIRS)][:SAMPLED_PAIRS]
+    batch = settings.llm.batch if batch is None else batch
     if not sample or not pairs:
-        return AfterScreen(share, measured, pairs, 0, 0, 0, 0, 0, 0.0)
+        return AfterScreen(share, measured, pairs, 0, 0, 0, 0, 0, 0.0, 0.0, batch)
     system = estimate_tokens(prompts.system())
     calls = max(1, round(pairs / min(KEPT_PAIRS_PER_CALL, settings.judge.claims_per_call)))
     per_call = pairs / calls  # kept claims a call carries, on average
@@ -125,11 +139,23 @@ def price_kept(
         for paper, claim in sample
     ) / len(sample)
     look_system = estimate_tokens(looker.prompts.messages(sample[0][0], sample[0][1], first)[0]["content"])
-    prompt = round(calls * (system + judge_user) + looks * look_prompt)
-    cached = max(0, calls - 1) * cached_prefix(system) + max(0, looks - 1) * cached_prefix(look_system)
-    completion = pairs * COMPLETION_TOKENS_PER_CLAIM + looks * ANSWER_TOKENS
-    cost = token_cost(settings, prompt, completion, settings.llm.batch, cached)
-    return AfterScreen(share, measured, pairs, calls, looks, prompt, cached, completion, cost)
+    judge_prompt, look_prompt_total = round(calls * (system + judge_user)), round(looks * look_prompt)
+    judge_cached = max(0, calls - 1) * cached_prefix(system)
+    look_cached = max(0, looks - 1) * cached_prefix(look_system)
+    judge_completion, look_completion = pairs * COMPLETION_TOKENS_PER_CLAIM, looks * ANSWER_TOKENS
+    return AfterScreen(
+        share,
+        measured,
+        pairs,
+        calls,
+        looks,
+        judge_prompt + look_prompt_total,
+        judge_cached + look_cached,
+        judge_completion + look_completion,
+        judge_cost=token_cost(settings, judge_prompt, judge_completion, batch, judge_cached),
+        second_look_cost=second_look_cost(settings, look_prompt_total, look_completion, look_cached),
+        batch=batch,
+    )
 
 
 @dataclass(frozen=True)

@@ -257,6 +257,14 @@ def estimate_second_looks(units: Sequence[WorkUnit], looker: SecondLooker) -> tu
     return prompt_total, ANSWER_TOKENS * len(units)
 
 
+def second_look_cost(
+    settings: Settings, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0
+) -> float:
+    """USD for second readings: they are asked live (`monitor judge --batch` asks them once the first
+    readings are collected), so at live rates whatever `llm.batch` says."""
+    return token_cost(settings, prompt_tokens, completion_tokens, batch=False, cached_tokens=cached_tokens)
+
+
 def second_look_pending(
     store: Store,
     settings: Settings,
@@ -298,8 +306,8 @@ def second_look_pending(
         elif end.stopped:
             summary.stopped = "stop requested"
         summary.take_counts(recorder)
-        summary.cost = token_cost(
-            settings, recorder.prompt_tokens, recorder.completion_tokens, cached_tokens=recorder.cached_tokens
+        summary.cost = second_look_cost(
+            settings, recorder.prompt_tokens, recorder.completion_tokens, recorder.cached_tokens
         )
     with store.session() as session:
         summary.pending_left = count_second_looks_pending(session)

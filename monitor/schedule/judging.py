@@ -143,7 +143,7 @@ def _estimate(
         screened = estimate_screen(store, settings)
         screen_pairs = int(screened["pairs"])  # type: ignore[call-overload]
         if screen_pairs:
-            screened["after_screen"] = after_screen(store, settings, screen_pairs).as_dict()
+            screened["after_screen"] = after_screen(store, settings, screen_pairs, batch).as_dict()
         show("screen estimate", screened)
     summary = judge_pending(
         store, settings, judge, force=request.force, claim_ids=request.claim_ids, dry_run=True, batch=batch
