@@ -87,3 +87,29 @@ def test_expired_batch_leaves_pairs_pending(store: Store, llm: ScriptedLLM) -> N
     llm.batches.final_status = "completed"
     llm.default = answering()
     assert run_batch(store, settings, make_judge(settings), wait=True).judged == 2
+
+
+def test_a_pair_whose_batch_answers_keep_failing_is_parked_as_a_live_one_would_be(
+    store: Store, llm: ScriptedLLM
+) -> None:
+    """An invalid batch answer counts towards parking its pairs (`judge.park_after_failures`, the live
+    runs' rule): after that many, the pair is parked, said so, and submitted no more."""
+    seed(store, papers=2, claims=1)
+
+    def half_bad(request: Any) -> Reply:
+        if "2501.00001" in request["messages"][1]["content"]:
+            return Reply(body=completion('{"assessments": [{"claim_id": "c0", "label": "PERHAPS"}]}'))
+        return Reply(body=completion(answer(request)))
+
+    llm.default = half_bad
+    llm.batches.ready = True
+    settings = settings_for(llm, batch_poll_seconds=0.01, park_after_failures=2)
+    judge = make_judge(settings)
+    first = run_batch(store, settings, judge, wait=True)
+    assert (first.judged, first.errors, first.newly_parked) == (1, 1, 0) and first.warnings == []
+    second = run_batch(store, settings, judge, wait=True)  # the failed pair, submitted again
+    assert (second.pending, second.errors, second.newly_parked) == (1, 1, 1)
+    assert "1 pair(s) parked after failing 2 run(s)" in second.warnings[0]
+    third = run_batch(store, settings, judge, wait=True)
+    assert (third.pending, third.parked, third.batches_submitted) == (0, 1, 0)
+    assert len(llm.batches.batches) == 2 and len(assessments(store)) == 1

@@ -6,9 +6,11 @@ it polls until everything submitted is collected. The LLM engine does the work (
 state lives in `judge_batches` (monitor/llm/batch.py), so a crash or a cron job that exits between
 submit and collect loses nothing: the next invocation picks it up. A batch answer that fails
 validation is recorded as an error; the pair stays pending and goes into the next batch (batches get
-no corrective turn). A collected answer that needs a second reading (`judge.second_look`) waits for it
-as a live one does: after collecting, each invocation asks the second looks pending live, as the
-runner does (monitor/judge/runner.py, judge/second_look.py).
+no corrective turn). Such an answer counts towards parking its pairs as a live one still invalid after
+its corrective turn does: after `judge.park_after_failures` of them a pair is parked, live or by batch
+(runner.py's `assessment_writer`). A collected answer that needs a second reading (`judge.second_look`)
+waits for it as a live one does: after collecting, each invocation asks the second looks pending live,
+as the runner does (monitor/judge/runner.py, judge/second_look.py), so they cost live rates.
 """
 
 from __future__ import annotations
@@ -22,9 +24,8 @@ from monitor.config import Settings
 from monitor.errors import ConfigError, JudgeError
 from monitor.judge.base import Judge
 from monitor.judge.openai_judge import OpenAIJudge
-from monitor.judge.runner import count_usage, run_second_looks, second_look_policy
+from monitor.judge.runner import assessment_writer, count_usage, parked_notes, run_second_looks
 from monitor.judge.work import JudgeSummary, estimate_judge_units, pending_units
-from monitor.judge.writer import AssessmentWriter
 from monitor.llm.engine import BatchRun, TokenBudget
 from monitor.llm.recorder import ExchangeRecorder
 from monitor.store.db import Store
@@ -51,13 +52,13 @@ def run_batch(
         raise ConfigError("--batch needs the openai judge provider (the Batch API is OpenAI's)")
     summary = JudgeSummary(judge=judge.name, model=judge.model, prompt_version=judge.prompt_version)
     recorder = ExchangeRecorder(store, run_id)
-    policy = second_look_policy(settings, judge)
-    writer = AssessmentWriter(store, judge, summary, force, run_id, second_look=policy)
+    writer = assessment_writer(store, settings, judge, summary, force, run_id)
     engine = BatchRun(store, "judge", judge, writer, recorder, summary)
     with partial_on_failure(summary):
         try:
             engine.collect()
-            units = engine.not_carried(pending_units(store, judge, force=force, claim_ids=claim_ids))
+            pending = pending_units(store, judge, force=force, claim_ids=claim_ids, summary=summary)
+            units = engine.not_carried(pending)
             summary.pending = sum(len(u.pairs) for u in units)
             summary.papers = len({u.paper_key for u in units})
             estimate_judge_units(units, judge.prompts)
@@ -73,8 +74,9 @@ def run_batch(
         finally:
             # Batch calls cost half, whatever llm.batch says.
             count_usage(summary, recorder, settings, judge, batch=True)
+            summary.warnings.extend(parked_notes(settings, summary, writer))
         # Not held back by a submit the budget cut short: that batch's tokens are not spent yet.
-        if policy is not None:
+        if writer.second_look is not None:
             budget = budget or TokenBudget.of(settings.llm)
             run_second_looks(store, settings, summary, run_id, should_stop, claim_ids, budget)
     return summary

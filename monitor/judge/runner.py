@@ -113,15 +113,14 @@ def judge_pending(
         return _dry_run(estimated, len(units), settings, judge, summary, budget, at_batch)
 
     recorder = ExchangeRecorder(store, run_id)
-    park, policy = settings.judge.park_after_failures, second_look_policy(settings, judge)
-    writer = AssessmentWriter(store, judge, summary, force, run_id, park, policy)
+    writer = assessment_writer(store, settings, judge, summary, force, run_id)
     with partial_on_failure(summary):
         try:
             _run_units(units, judge, settings, recorder, writer, progress, should_stop, budget)
         finally:
             count_usage(summary, recorder, settings, judge, batch=False)
             summary.warnings.extend(_notes(judge, settings, summary, writer, budget))
-        if policy is not None and not summary.budget_exhausted and not summary.judge_unavailable:
+        if writer.second_look is not None and not summary.budget_exhausted and not summary.judge_unavailable:
             run_second_looks(store, settings, summary, run_id, should_stop, claim_ids, budget)
     return summary
 
@@ -148,6 +147,15 @@ def run_second_looks(
         summary.warnings.append(f"second look: {looked.stopped}; {looked.pending_left} pair(s) wait for it")
     elif looked.stopped and looked.stopped != "stop requested":
         summary.judge_unavailable, summary.unavailable_reason = True, f"second look: {looked.stopped}"
+
+
+def assessment_writer(
+    store: Store, settings: Settings, judge: Judge, summary: JudgeSummary, force: bool, run_id: int | None
+) -> AssessmentWriter:
+    """The writer of a run's first readings, whether they come live or by batch (judge/batch.py): the
+    same parking (`judge.park_after_failures`) and the same second-look policy for both."""
+    park = settings.judge.park_after_failures
+    return AssessmentWriter(store, judge, summary, force, run_id, park, second_look_policy(settings, judge))
 
 
 def second_look_policy(settings: Settings, judge: Judge) -> Callable[[Judgement], bool] | None:
@@ -184,18 +192,23 @@ def _notes(
     judge: Judge, settings: Settings, summary: JudgeSummary, writer: AssessmentWriter, budget: TokenBudget
 ) -> list[str]:
     """The run's warnings: the judge's own, newly parked pairs, a spent budget."""
-    notes = judge.drain_warnings()
-    if summary.newly_parked:
-        notes.append(
-            f"judge: {summary.newly_parked} pair(s) parked after failing "
-            f"{settings.judge.park_after_failures} run(s); not asked again until `--force` or "
-            f"`monitor retest`. First: {writer.parked_messages[0]}"
-        )
+    notes = judge.drain_warnings() + parked_notes(settings, summary, writer)
     if summary.budget_exhausted:
         notes.append(
             f"judge: token budget {budget.limit} reached; {summary.not_attempted} pair(s) left pending"
         )
     return notes
+
+
+def parked_notes(settings: Settings, summary: JudgeSummary, writer: AssessmentWriter) -> list[str]:
+    """The warning for the pairs this run parked (live or by batch), if it parked any."""
+    if not summary.newly_parked:
+        return []
+    return [
+        f"judge: {summary.newly_parked} pair(s) parked after failing "
+        f"{settings.judge.park_after_failures} run(s); not asked again until `--force` or "
+        f"`monitor retest`. First: {writer.parked_messages[0]}"
+    ]
 
 
 def count_usage(

@@ -23,7 +23,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from monitor.config import LLMSettings
 from monitor.errors import MonitorError
 from monitor.llm import batch as batches
-from monitor.llm.answers import InvalidAnswer
+from monitor.llm.answers import AnswerRejected, InvalidAnswer
 from monitor.llm.cost import within_budget
 from monitor.llm.recorder import ExchangeRecorder
 from monitor.llm.texts import ClaimText, PaperText
@@ -213,14 +213,18 @@ class BatchRun(Generic[A]):
             return reply.custom_id
         unit = unit_from_state(state)
         answer: A | None = None
+        rejected: AnswerRejected | None = None
         if reply.error is None:
             try:
                 answer = self.writer.parse(unit, reply.text)
             except InvalidAnswer as exc:
                 reply.error = f"invalid answer: {exc}"
+                # The pairs' own fault, as a live answer still invalid after its corrective turn is (a
+                # batch gets none); an error line instead is the server's.
+                rejected = AnswerRejected(f"{unit.label}: {reply.error}")
         exchange_id = batches.record_reply(self.recorder, self.asker.name, row, reply)
         if reply.error is not None or answer is None:
-            self.writer.fail(unit, f"{unit.label}: {reply.error}")
+            self.writer.fail(unit, f"{unit.label}: {reply.error}", rejected)
         else:
             self.writer.write(unit, answer, exchange_id)
         return reply.custom_id
