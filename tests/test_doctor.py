@@ -13,6 +13,7 @@ import tomllib
 from pathlib import Path
 from urllib.parse import urlparse
 
+import pytest
 from llama_server import LlamaServer, llama_server  # noqa: F401 - the session fixture
 from llm_server import Reply, ScriptedLLM
 from ops_helpers import bare_monitor
@@ -38,6 +39,7 @@ def _llm_section(path: Path) -> dict[str, object]:
     return tomllib.loads(path.read_text())["llm"]
 
 
+@pytest.mark.xdist_group("llama")  # the worker that holds the one llama.cpp server
 def test_init_finds_the_llama_server_and_writes_its_judge_settings(
     llama_server: LlamaServer, tmp_path: Path  # noqa: F811
 ) -> None:
@@ -65,6 +67,7 @@ def test_init_finds_the_llama_server_and_writes_its_judge_settings(
     assert (other / "monitor.toml").read_text() == render_config()
 
 
+@pytest.mark.xdist_group("llama")  # the worker that holds the one llama.cpp server
 def test_doctor_reports_and_writes_the_llama_servers_settings_keeping_comments(
     llama_server: LlamaServer, tmp_path: Path  # noqa: F811
 ) -> None:
