@@ -30,7 +30,7 @@ The *precise* graph leaves those guesses out.
    (monitor/config.py's), *reads* it when it reads an attribute of a `Settings` (a parameter, a field of
    its class: as the annotations tell). An *entry* is a call site that hands a `Settings` to a function
    or class of another module, on the precise graph. Counted over the package, and along the calls that
-   hand it on from `SETTINGS_FROM` (the judge step), walked depth first in source order: the modules it
+   hand it on from the judge step (`SETTINGS_FROM_NAMES`), walked depth first in source order: the modules it
    enters, the entries, the *climbs* (an entry made from a higher layer than the one the entry before
    went into: it came back up to go down again) and the *returns* (an entry into a module it had been
    in). Again with "a Settings or one of its sections" (`settings.llm`, any class of monitor/config.py).
@@ -71,7 +71,8 @@ PAIR_PATHS = (
 # they are defined; a type that replaces them is added here, and the old name stays for old checkouts
 # (PaperDoc and ClaimQuery: relevance's paper and claim until it read PaperText and ClaimText, issue 32).
 PAIR_TYPES = ("WorkUnit", "Section", "Pair", "PaperText", "ClaimText", "PaperDoc", "ClaimQuery")
-SETTINGS_FROM = "monitor.schedule.pipeline.judge_step"
+# The judge step: the flow's `judge` stage since issue 32, `pipeline.judge_step` in older checkouts.
+SETTINGS_FROM_NAMES = ("monitor.schedule.flow.judge", "monitor.schedule.pipeline.judge_step")
 SETTINGS_CLASS = "monitor.config.Settings"
 # Methods of builtin types: `x.add(...)` on a set or a session is no call into the package.
 _BUILTIN_METHODS = {
@@ -631,8 +632,9 @@ def settings_reads(pkg: Package, layers: dict[str, int], sections: bool = False)
         "entries": len(entries),
         "modules_entered": len({pkg.functions[c].module for _, c, _ in entries}),
     }
-    if SETTINGS_FROM in pkg.functions:
-        out["from"] = _carried(pkg, layers, carry, entries)
+    start = next((name for name in SETTINGS_FROM_NAMES if name in pkg.functions), None)
+    if start is not None:
+        out["from"] = _carried(pkg, layers, carry, entries, start)
     return out
 
 
@@ -641,9 +643,10 @@ def _carried(
     layers: dict[str, int],
     carry: dict[str, list[tuple[int, str]]],
     entries: list[tuple[str, str, int]],
+    start: str,
 ) -> dict[str, object]:
-    """Measure 2 along the calls that hand the settings on from SETTINGS_FROM, walked depth first in
-    source order (each function once), as a run would first hand them on: the entries into another
+    """Measure 2 along the calls that hand the settings on from `start` (the judge step), walked depth
+    first in source order (each function once), as a run would first hand them on: the entries into another
     module in that order; a *climb* is an entry made from a module of a higher layer than the one the
     entry before went into (the settings came back up the stack to go down again), a *return* an entry
     into a module the walk had been in before."""
@@ -658,8 +661,8 @@ def _carried(
             if callee not in seen:
                 walk(callee)
 
-    walk(SETTINGS_FROM)
-    been = {pkg.functions[SETTINGS_FROM].module}
+    walk(start)
+    been = {pkg.functions[start].module}
     climbs = returns = 0
     last: str | None = None
     shown = []
@@ -675,7 +678,7 @@ def _carried(
         notes = [w for w, on in (("climbs", climb), ("returns", came_back)) if on]
         shown.append(f"{here}:{line} -> {there}" + (f" ({', '.join(notes)})" if notes else ""))
     return {
-        "start": SETTINGS_FROM,
+        "start": start,
         "modules_entered": len({pkg.functions[d].module for _, d, _ in order}),
         "entries": len(order),
         "climbs": climbs,
@@ -812,12 +815,15 @@ def pending_definitions(pkg: Package) -> dict[str, object]:
 def _embedded_names(pkg: Package) -> tuple[set[str], set[str]]:
     """The embedded judge's names (the values of monitor/config.py's EMBEDDED* constants) and every
     constant in the package that stands for one of them."""
-    config = pkg.modules["monitor.config"]
-    names = {
-        value.value
-        for key, value in config.constants.items()
-        if key.startswith("EMBEDDED") and isinstance(value, ast.Constant) and isinstance(value.value, str)
-    }
+    # monitor/config.py held them until issue 32 gave them monitor/judge_names.py (`_STORED`: the
+    # name its rows keep).
+    names: set[str] = set()
+    for where in ("monitor.config", "monitor.judge_names"):
+        module = pkg.modules.get(where)
+        for key, value in (module.constants.items() if module else ()):
+            values = value.values if key == "_STORED" and isinstance(value, ast.Dict) else [value]
+            if key.startswith("EMBEDDED") or key == "_STORED":
+                names |= {v.value for v in values if isinstance(v, ast.Constant) and isinstance(v.value, str)}
     constants: set[str] = set()
     changed = True
     while changed:

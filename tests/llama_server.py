@@ -9,8 +9,12 @@ Install for CI:
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import importlib.util
+import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -60,15 +64,9 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
-    reason = _missing()
-    if reason:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must have the llama.cpp server: {reason}")
-        pytest.skip(reason)
+def _start(log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """A llama.cpp server on a free port, once it answers `/v1/models`."""
     port = _free_port()
-    log = tmp_path_factory.mktemp("llama") / "server.log"
     command = [
         sys.executable,
         "-m",
@@ -89,25 +87,96 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServ
     with log.open("wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/v1"
+    deadline = time.monotonic() + 60
+    while True:
+        if process.poll() is not None:
+            pytest.fail(f"llama.cpp server exited with {process.returncode}: {log.read_text()[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/models", timeout=2) as response:
+                if response.status == 200:
+                    return process, url
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            _stop(process.pid)
+            pytest.fail(f"llama.cpp server did not start in 60 s: {log.read_text()[-2000:]}")
+        time.sleep(0.2)
+
+
+def _stop(pid: int) -> None:
+    """SIGTERM, then SIGKILL after 10 s: the server may be another worker's child, so by its pid."""
+    process = _started.pop(pid, None)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"llama.cpp server exited with {process.returncode}: {log.read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{url}/models", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"llama.cpp server did not start in 60 s: {log.read_text()[-2000:]}")
-            time.sleep(0.2)
-        yield LlamaServer(url=url, model=MODEL_ALIAS)
-    finally:
-        process.terminate()
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    if process is not None:  # ours: wait, so it leaves no zombie
         try:
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        return
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+
+
+_started: dict[int, subprocess.Popen[bytes]] = {}  # the servers this process started, by pid
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _shared_server(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[LlamaServer]:
+    """One server of this name for the whole run: with pytest-xdist, the first worker that needs it starts
+    it and the last one done with it stops it, so workers do not each load the model onto the same cores."""
+    reason = _missing()
+    if reason:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must have the llama.cpp server: {reason}")
+        pytest.skip(reason)
+    base = tmp_path_factory.getbasetemp()
+    run_dir = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # shared by this run's workers
+    state, lock = run_dir / f"llama_{name}.json", run_dir / f"llama_{name}.lock"
+    with _locked(lock):
+        if state.exists():
+            info = json.loads(state.read_text())
+        else:
+            process, url = _start(tmp_path_factory.mktemp("llama") / "server.log")
+            _started[process.pid] = process
+            info = {"url": url, "pid": process.pid, "users": 0}
+        info["users"] += 1
+        state.write_text(json.dumps(info))
+    try:
+        yield LlamaServer(url=info["url"], model=MODEL_ALIAS)
+    finally:
+        with _locked(lock):
+            info = json.loads(state.read_text())
+            info["users"] -= 1
+            if info["users"] == 0:
+                state.unlink()
+                _stop(info["pid"])
+            else:
+                state.write_text(json.dumps(info))
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    """The server the judge's tests share: it answers one request at a time, so it may be busy."""
+    yield from _shared_server(tmp_path_factory, "shared")
+
+
+@pytest.fixture(scope="session")
+def quiet_llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    """A server no judge test asks meanwhile: `doctor` and `init` probe with a 3 s deadline."""
+    yield from _shared_server(tmp_path_factory, "quiet")

@@ -1,6 +1,6 @@
 """`monitor init` and `monitor doctor` find a local OpenAI-compatible server and write its judge settings.
 
-Against the real llama.cpp server the judge tests use (tests/llama_server.py), on the port it listens on
+Against a real llama.cpp server no judge test asks meanwhile (tests/llama_server.py), on the port it listens on
 (`--port`), and the scriptable server for what llama-cpp-python does not say (several models, slots).
 """
 
@@ -13,8 +13,7 @@ import tomllib
 from pathlib import Path
 from urllib.parse import urlparse
 
-import pytest
-from llama_server import LlamaServer, llama_server  # noqa: F401 - the session fixture
+from llama_server import LlamaServer, quiet_llama_server  # noqa: F401 - the session fixture
 from llm_server import Reply, ScriptedLLM
 from ops_helpers import bare_monitor
 
@@ -39,22 +38,21 @@ def _llm_section(path: Path) -> dict[str, object]:
     return tomllib.loads(path.read_text())["llm"]
 
 
-@pytest.mark.xdist_group("llama")  # the worker that holds the one llama.cpp server
 def test_init_finds_the_llama_server_and_writes_its_judge_settings(
-    llama_server: LlamaServer, tmp_path: Path  # noqa: F811
+    quiet_llama_server: LlamaServer, tmp_path: Path  # noqa: F811
 ) -> None:
-    done = bare_monitor("init", "--no-import", "--port", _port(llama_server.url), cwd=tmp_path)
+    done = bare_monitor("init", "--no-import", "--port", _port(quiet_llama_server.url), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert f"at {llama_server.url}: smollm2" in done.stdout, done.stdout
+    assert f"at {quiet_llama_server.url}: smollm2" in done.stdout, done.stdout
     assert "llm.model = 'smollm2'" in done.stdout
     written = tmp_path / "monitor.toml"
     assert _llm_section(written) == {
-        "base_url": llama_server.url,
+        "base_url": quiet_llama_server.url,
         "model": "smollm2",
         "concurrency": 1,
         "timeout_seconds": LOCAL_TIMEOUT_SECONDS,
     }
-    why = f"# found by `monitor init`: OpenAI-compatible at {llama_server.url}"
+    why = f"# found by `monitor init`: OpenAI-compatible at {quiet_llama_server.url}"
     assert f"{why} (default: 4)\nconcurrency = 1" in written.read_text()
     settings = load_settings(written)
     assert settings.judge_provider() == "openai" and settings.llm.concurrency == 1
@@ -67,11 +65,10 @@ def test_init_finds_the_llama_server_and_writes_its_judge_settings(
     assert (other / "monitor.toml").read_text() == render_config()
 
 
-@pytest.mark.xdist_group("llama")  # the worker that holds the one llama.cpp server
 def test_doctor_reports_and_writes_the_llama_servers_settings_keeping_comments(
-    llama_server: LlamaServer, tmp_path: Path  # noqa: F811
+    quiet_llama_server: LlamaServer, tmp_path: Path  # noqa: F811
 ) -> None:
-    port = _port(llama_server.url)
+    port = _port(quiet_llama_server.url)
     assert bare_monitor("init", "--no-import", "--no-detect", cwd=tmp_path).returncode == 0
     config = tmp_path / "monitor.toml"
     before = config.read_text() + "\n# my own note, kept\n"
@@ -84,7 +81,7 @@ def test_doctor_reports_and_writes_the_llama_servers_settings_keeping_comments(
     # A key alone makes the openai judge the one in force, against the OpenAI API; the key is never shown.
     assert "judge: openai, model gpt-4o-mini at the OpenAI API" in out and "API key: set" in out
     assert SECRET not in out + seen.stderr
-    assert f"local LLM server: OpenAI-compatible at {llama_server.url}: smollm2" in out
+    assert f"local LLM server: OpenAI-compatible at {quiet_llama_server.url}: smollm2" in out
     assert "judge settings for it" not in out  # the OpenAI API is the user's choice
     asked = bare_monitor("doctor", "--port", port, cwd=tmp_path)
     assert "judge settings for it: llm.base_url" in asked.stdout
@@ -96,7 +93,7 @@ def test_doctor_reports_and_writes_the_llama_servers_settings_keeping_comments(
     assert "wrote the judge settings into monitor.toml" in wrote.stdout
     text = config.read_text()
     assert _llm_section(config) == {
-        "base_url": llama_server.url,
+        "base_url": quiet_llama_server.url,
         "model": "smollm2",
         "concurrency": 1,
         "timeout_seconds": LOCAL_TIMEOUT_SECONDS,
@@ -105,7 +102,7 @@ def test_doctor_reports_and_writes_the_llama_servers_settings_keeping_comments(
     assert [line for line in before.splitlines() if line not in text.splitlines()] == []
     assert load_settings(config).judge_provider() == "openai"
     again = bare_monitor("doctor", "--port", port, cwd=tmp_path)
-    assert f"judge: openai, model smollm2 at {llama_server.url}" in again.stdout
+    assert f"judge: openai, model smollm2 at {quiet_llama_server.url}" in again.stdout
     assert "the server answers and serves the model" in again.stdout
     assert "judge settings for it" not in again.stdout  # nothing left to propose
 

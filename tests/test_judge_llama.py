@@ -30,9 +30,7 @@ ABSTRACT = (
     "fine-tuning updates nearly all of them."
 )
 
-# A real model answering on the CPU: minutes on two busy cores. One worker runs every test that uses it, so
-# parallel workers share one llama.cpp server instead of each starting one on the same two cores.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("llama")]
+pytestmark = pytest.mark.slow  # a real model answering on the CPU: minutes on two busy cores
 
 
 def judge_settings(server: LlamaServer, **extra: object) -> dict[str, object]:
