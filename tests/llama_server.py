@@ -81,8 +81,12 @@ def _start(log: Path) -> tuple[subprocess.Popen[bytes], str]:
         str(port),
         "--n_ctx",
         "4096",
+        # One thread: the suite's workers keep both cores busy, and llama.cpp's threads spin waiting on each
+        # other when a core is taken (two threads ran the same requests several times slower under load).
         "--n_threads",
-        "2",
+        "1",
+        "--n_threads_batch",
+        "1",
     ]
     with log.open("wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)

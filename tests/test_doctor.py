@@ -1,7 +1,8 @@
 """`monitor init` and `monitor doctor` find a local OpenAI-compatible server and write its judge settings.
 
-Against a real llama.cpp server no judge test asks meanwhile (tests/llama_server.py), on the port it listens on
-(`--port`), and the scriptable server for what llama-cpp-python does not say (several models, slots).
+Against a real llama.cpp server no judge test asks meanwhile (tests/llama_server.py), on the port it
+listens on (`--port`), and the scriptable server for what llama-cpp-python does not say (several models,
+slots).
 """
 
 from __future__ import annotations
