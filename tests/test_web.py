@@ -99,6 +99,8 @@ def test_the_embedded_judge_is_named_embedded_on_every_page(world) -> None:
     review = c.get("/review").text
     assert any(i.arxiv_id == SCRIPT_PAPER for i in review_queue(store, settings))  # it waits for a curator
     assert "· embedded ·" in review and "· local ·" not in review
+    # Under its heading a waiting card says why once, not "counts: waits (for review: waits for ...)".
+    assert "· for review: waits for a curator" in claim and "counts: waits" not in claim
 
 
 def _calib_item(store, settings) -> int:
