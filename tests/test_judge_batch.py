@@ -57,13 +57,15 @@ def test_submit_poll_collect(store: Store, llm: ScriptedLLM) -> None:
     assert (after.pending, after.batches_submitted) == (0, 0)
 
 
+def half_bad(request: Any) -> Reply:
+    """A label outside the schema for paper 2501.00001, a right answer for the others."""
+    if "2501.00001" in request["messages"][1]["content"]:
+        return Reply(body=completion('{"assessments": [{"claim_id": "c0", "label": "PERHAPS"}]}'))
+    return Reply(body=completion(answer(request)))
+
+
 def test_invalid_lines_stay_pending_and_are_resubmitted(store: Store, llm: ScriptedLLM) -> None:
     seed(store, papers=2, claims=1)
-
-    def half_bad(request: Any) -> Reply:
-        if "2501.00001" in request["messages"][1]["content"]:
-            return Reply(body=completion('{"assessments": [{"claim_id": "c0", "label": "PERHAPS"}]}'))
-        return Reply(body=completion(answer(request)))
 
     llm.default = half_bad
     llm.batches.ready = True
@@ -95,11 +97,6 @@ def test_a_pair_whose_batch_answers_keep_failing_is_parked_as_a_live_one_would_b
     """An invalid batch answer counts towards parking its pairs (`judge.park_after_failures`, the live
     runs' rule): after that many, the pair is parked, said so, and submitted no more."""
     seed(store, papers=2, claims=1)
-
-    def half_bad(request: Any) -> Reply:
-        if "2501.00001" in request["messages"][1]["content"]:
-            return Reply(body=completion('{"assessments": [{"claim_id": "c0", "label": "PERHAPS"}]}'))
-        return Reply(body=completion(answer(request)))
 
     llm.default = half_bad
     llm.batches.ready = True
