@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -10,9 +11,10 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from llm_server import Reply, ScriptedLLM, answer, answering, completion
+from llm_server import Reply, ScriptedLLM, answer, answering, asked_claim_ids, completion, error_body
 from ops_helpers import MONITOR, consoles_as_at_start
 from sqlalchemy import select
 from test_judge_runner import assessments, seed
@@ -119,14 +121,7 @@ def test_budget_and_failures_exit_non_zero(
 ) -> None:
     seed(store, papers=3, claims=1)
     # A budget one call's estimate fits once: what the server reports spent (600) leaves too little.
-    from monitor.judge.prompts import load_prompts
-    from monitor.judge.work import estimate_judge_units, pending_units
-
-    class Judge:
-        name, model, prompt_version, claims_per_call = "openai", "scripted-model", load_prompts().version, 4
-
-    estimate = sum(estimate_judge_units(pending_units(store, Judge())[:1], load_prompts()))  # type: ignore[arg-type]
-    budget = str(estimate + 500)
+    budget = str(int(one_call_budget(store)) + 500)
     llm.default = lambda req: Reply(body=completion(answer(req), prompt_tokens=500, completion_tokens=100))
     spent = monitor(
         db_url,
@@ -156,6 +151,104 @@ def test_batch_submit_then_collect(
     assert collected.returncode == 0, collected.stderr
     assert "batches collected" in collected.stdout and len(assessments(store)) == 2
     assert len(llm.batches.batches) == 1  # nothing was submitted twice
+
+
+def test_a_batch_still_running_exits_0_and_says_so_one_partly_invalid_too(
+    store: Store, db_url: str, llm: ScriptedLLM, monitor: Callable[..., Result]
+) -> None:
+    """Batch semantics, not failures: submitted and not yet done (twice), then collected with one answer
+    invalid and the other judged (as live: only a judge that answered none fails; the invalid one's pair
+    is submitted again)."""
+    from test_judge_batch import half_bad
+
+    seed(store, papers=2, claims=1)
+    for _ in range(2):
+        waiting = monitor(db_url, "--batch")
+        assert waiting.returncode == 0, waiting.stderr
+        assert "1 batch(es) still running at the Batch API" in " ".join(waiting.stdout.split())
+    assert len(llm.batches.batches) == 1
+    llm.default, llm.batches.ready = half_bad, True
+    collected = monitor(db_url, "--batch")
+    assert collected.returncode == 0, collected.stderr
+    assert len(assessments(store)) == 1 and "batches collected" in collected.stdout
+    assert len(llm.batches.batches) == 2  # the pair whose answer was invalid went into a new batch
+    with store.session() as s:
+        statuses = [r.status for r in s.scalars(select(Run).where(Run.command == "judge").order_by(Run.id))]
+    assert statuses == ["ok", "ok", "partial"]  # finished, an error recorded: as a live run with one
+
+
+def invalid(request: Any) -> Reply:
+    """A label outside the schema for every claim asked (and still after a corrective turn)."""
+    claims = asked_claim_ids(request)
+    return Reply(
+        body=completion(json.dumps({"assessments": [{"claim_id": c, "label": "PERHAPS"} for c in claims]}))
+    )
+
+
+def second_look_refused(request: Any) -> Reply:
+    """First readings answered; every second look refused as a rejected key is (401)."""
+    if "second, closer reading" in request["messages"][0]["content"]:
+        return Reply(401, error_body("Incorrect API key provided", "invalid_request_error"))
+    return Reply(body=completion(answer(request)))
+
+
+def one_call_budget(store: Store) -> str:
+    """A token budget of one judge call's estimate: its first call fits, and nothing after it."""
+    from monitor.judge.prompts import load_prompts
+    from monitor.judge.work import estimate_judge_units, pending_units
+
+    class Judge:
+        name, model, prompt_version, claims_per_call = "openai", "scripted-model", load_prompts().version, 4
+
+    return str(sum(estimate_judge_units(pending_units(store, Judge())[:1], load_prompts())))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("how", ["live", "batch"])
+@pytest.mark.parametrize(
+    ("situation", "code", "said"),
+    [
+        ("every answer invalid", 6, "the judge answered none of 2 pair(s); first error:"),
+        ("second looks refused", 6, "second look: "),
+        ("budget spent before the second looks", 7, "token budget {budget} reached: 1 pair(s) judged"),
+        (
+            "budget spent before every pair",
+            7,
+            "token budget {budget} reached: 1 pair(s) judged and kept, 1 left",
+        ),
+    ],
+)
+def test_a_batch_that_failed_exits_as_the_live_judge_does(
+    store: Store,
+    db_url: str,
+    llm: ScriptedLLM,
+    monitor: Callable[..., Result],
+    how: str,
+    situation: str,
+    code: int,
+    said: str,
+) -> None:
+    """`monitor judge --batch` checks what it collected and the second looks it asked live with the live
+    path's rule (schedule/flow.py `check_judged`): the same exit code and one-line error, the run row
+    ended as `monitor judge` ends it; a failed judge never reads as "nothing bears". A second look that
+    could not be asked leaves its label withheld, awaiting a second reading, and exits as live does."""
+    papers = 2 if situation in ("every answer invalid", "budget spent before every pair") else 1
+    seed(store, papers=papers, claims=1)
+    env = {"MONITOR_JUDGE__SECOND_LOOK": "all" if "second looks" in situation else "none"}
+    if situation.startswith("budget"):
+        env["MONITOR_LLM__TOKEN_BUDGET"] = budget = one_call_budget(store)
+        said = said.format(budget=budget)
+    llm.default = invalid if situation == "every answer invalid" else second_look_refused
+    llm.batches.ready = True  # answered as soon as polled: `--wait` collects in the same invocation
+    args = ["--batch", "--wait"] if how == "batch" else []
+    done = monitor(db_url, *args, MONITOR_LLM__BATCH_POLL_SECONDS="0.01", **env)
+    assert done.returncode == code, done.stdout + done.stderr
+    error = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(error) == 1 and said in error[0], done.stderr
+    with store.session() as s:
+        run = s.scalars(select(Run).where(Run.command == "judge")).one()
+    assert run.status == ("partial" if code == 7 else "failed")
+    if "second looks" in situation:  # nothing lost: the label waits for the next run's second look
+        assert [a.second_look for a in assessments(store)] == ["pending"]
 
 
 def test_an_unreachable_server_exits_6_naming_the_url_and_a_rerun_finishes(

@@ -85,8 +85,9 @@ def judge_command(
     """Sync claims, pick candidate (paper, claim) pairs, judge the pending ones and store assessments.
 
     SIGTERM/SIGINT stop starting calls: what finished is kept, the run ends `interrupted`, exit 130.
-    A spent token budget exits 7 and a judge that answered nothing 6, as `monitor run` does. It takes
-    the run lock (not with --dry-run): while another run holds it, exit 75.
+    A spent token budget exits 7 and a judge that answered nothing 6, as `monitor run` does; with
+    --batch too, by what it collected and the second looks it asked (batches still running: exit 0).
+    It takes the run lock (not with --dry-run): while another run holds it, exit 75.
     """
     from monitor.schedule.judging import JudgeRequest, judge_once
     from monitor.schedule.signals import StopFlag, graceful_stop
@@ -190,7 +191,15 @@ def _show(step: str, result: Any) -> None:
         _print_alternatives(result)
     elif step == "nothing pending":
         _print_nothing_pending(result.as_dict())
-    else:  # judge, batches
+    elif step == "batches":
+        _print_judge_summary(result.as_dict())
+        if result.batches_waiting:  # no failure (exit 0): said in words, not only as a count
+            console.print(
+                f"{result.batches_waiting} batch(es) still running at the Batch API: `monitor judge "
+                "--batch` collects them once they are done (`--wait` polls until then)",
+                highlight=False,
+            )
+    else:  # judge
         _print_judge_summary(result.as_dict())
 
 

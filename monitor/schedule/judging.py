@@ -5,7 +5,11 @@ run lock; with nothing pending it says so, and prices no relevance alternatives 
 hands the pending pairs to the OpenAI Batch API. A live run takes the run lock, as `monitor run` does
 (two processes judging the same pending pairs would pay for each twice), and runs the flow's judge
 stage with its checks (schedule/flow.py) inside a recorded `judge` run, so the row ends partial (7),
-failed (6), interrupted (130) or, having lost the lock, failed (75) as `monitor run` would.
+failed (6), interrupted (130) or, having lost the lock, failed (75) as `monitor run` would. A batch
+invocation is checked by the same rule (`check_judged`) once it has collected, submitted and asked the
+collected answers' second looks: a batch still running is no failure, a spent budget (at submit or in
+the second looks) is 7, and collected answers of which none was usable, or second looks the server
+would not take, are 6, as they are live.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from monitor.config import Settings
-from monitor.schedule.flow import Flow, Scope, Steps, make_job
+from monitor.schedule.flow import Flow, Scope, Steps, check_judged, make_job
 from monitor.schedule.lock import RunLock, locked_run
 from monitor.schedule.signals import StopFlag
 from monitor.store.db import Store
@@ -76,7 +80,7 @@ def judge_once(store: Store, settings: Settings, request: JudgeRequest, stop: St
             settings,
             run,
             stop,
-            "monitor judge",
+            "monitor judge --batch" if batch else "monitor judge",  # what goes on after a spent budget
             held,
             scope=scope,
             judge=judge,
@@ -101,6 +105,7 @@ def judge_once(store: Store, settings: Settings, request: JudgeRequest, stop: St
                     budget=job.budget,
                 ),
                 shown=lambda result: show("batches", result),
+                policy=lambda result: check_judged(job, result),  # the live judge stage's own check
             )
             return
         Flow(job, step, show).run("judge")
