@@ -32,7 +32,8 @@ from scale import SEED_CLAIMS, library, seed_texts, week  # noqa: E402
 
 from monitor.claims.importer import import_claims  # noqa: E402
 from monitor.config import Settings  # noqa: E402
-from monitor.judge.estimate import SCREEN_KEEP_SHARE, SECOND_LOOK_SHARE, price_kept  # noqa: E402
+from monitor.judge.estimate import SCREEN_KEEP_SHARE, price_kept  # noqa: E402
+from monitor.judge.second_look import SECOND_LOOK_SHARE  # noqa: E402
 from monitor.llm.cost import token_cost  # noqa: E402
 from monitor.llm.texts import ClaimText, PaperText  # noqa: E402
 from monitor.relevance.screen import ScreenCounter, load_screen_prompts  # noqa: E402

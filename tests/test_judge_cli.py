@@ -116,6 +116,29 @@ def test_a_dry_run_of_the_openai_judge_needs_no_key_and_no_server(
     assert real.returncode == 2 and "needs an API key" in real.stderr
 
 
+def test_the_dry_run_table_prints_the_expected_second_looks_on_their_own_line(
+    store: Store, db_url: str, llm: ScriptedLLM, monitor: Callable[..., Result]
+) -> None:
+    """With second looks on, the table says how many the pending pairs are expected to need and what
+    they cost, and its cost estimate includes them (the figures of `--json`)."""
+    import json
+
+    seed(store, papers=2, claims=3)
+    dry = monitor(db_url, "--dry-run", "--skip-relevance", "--json", MONITOR_JUDGE__SECOND_LOOK="all")
+    assert dry.returncode == 0, dry.stderr
+    estimate = json.loads(dry.stdout)["judge"]
+    looks = estimate["second_look_estimate"]
+    assert looks["looks"] > 0 and 0 < looks["cost"] < estimate["cost_estimate"]
+    table = monitor(db_url, "--dry-run", "--skip-relevance")
+    line = re.search(r"second looks \(expected, live\)\s*│\s*(\d+) calls, .*\$([\d.]+)", table.stdout)
+    total = re.search(r"cost estimate \(USD, with second looks\)\s*│\s*([\d.]+)", table.stdout)
+    assert line and total, table.stdout
+    assert int(line.group(1)) == looks["looks"]
+    assert float(line.group(2)) == pytest.approx(looks["cost"], abs=1e-4)
+    assert float(total.group(1)) == pytest.approx(estimate["cost_estimate"], abs=1e-4)
+    assert llm.requests == []
+
+
 def test_budget_and_failures_exit_non_zero(
     store: Store, db_url: str, llm: ScriptedLLM, monitor: Callable[..., Result]
 ) -> None:
@@ -318,22 +341,46 @@ def test_sigterm_stops_judging_gracefully_and_a_rerun_finishes(
 def test_a_batch_dry_run_is_priced_at_batch_rates_and_leaves_the_callers_settings_as_configured(
     store: Store,
 ) -> None:
-    """The estimate at batch prices (half) is computed on a copy: the shared settings keep llm.batch off."""
+    """The first readings at batch prices (half), computed on a copy: the shared settings keep llm.batch
+    off. Their expected second looks are priced live either way (`monitor judge --batch` asks them live)
+    and by the same rule as those of the pairs the screen would keep (estimate.py's `price_kept`)."""
     from monitor.config import Settings
+    from monitor.judge.estimate import price_kept
+    from monitor.judge.factory import make_judge
+    from monitor.judge.second_look import SECOND_LOOK_SHARE
+    from monitor.judge.work import pending_units
     from monitor.schedule.judging import JudgeRequest, judge_once
     from monitor.schedule.signals import StopFlag
 
     seed(store, papers=2, claims=3)
     settings = Settings()
     settings.llm.base_url = "http://127.0.0.1:9/v1"  # never called: a dry run calls nothing
-    shown: dict[tuple[bool, str], object] = {}
-    for batch in (False, True):
-        request = JudgeRequest(dry_run=True, batch=batch, relevance=False, alternatives=False)
-        show = lambda name, got, b=batch: shown.setdefault((b, name), got)  # noqa: E731
-        judge_once(store, settings, request, StopFlag(), show)
-    costs = {b: shown[(b, "judge")].cost_estimate for b in (False, True)}  # type: ignore[attr-defined]
-    assert costs[False] > 0 and costs[True] == pytest.approx(costs[False] / 2)
+
+    def dry_runs(settings: Settings) -> dict[bool, Any]:
+        shown: dict[tuple[bool, str], object] = {}
+        for batch in (False, True):
+            request = JudgeRequest(dry_run=True, batch=batch, relevance=False, alternatives=False)
+            show = lambda name, got, b=batch: shown.setdefault((b, name), got)  # noqa: E731
+            judge_once(store, settings, request, StopFlag(), show)
+        return {b: shown[(b, "judge")] for b in (False, True)}
+
+    live, batch = dry_runs(settings).values()
+    looks = live.second_look_estimate
+    assert looks is not None and looks == batch.second_look_estimate and looks.cost > 0
+    assert live.pending == 6 and looks.looks == round(6 * SECOND_LOOK_SHARE[settings.judge.second_look])
+    first = live.cost_estimate - looks.cost
+    assert first > 0 and batch.cost_estimate - looks.cost == pytest.approx(first / 2)
+    # Every pending pair kept by a screen: judging them would expect the same second looks, priced alike.
+    judge = make_judge(settings, connect=False)
+    pairs = [(u.paper, c) for u in pending_units(store, judge) for c in u.claims]
+    kept = price_kept(settings, live.pending, 1.0, pairs)
+    assert (kept.second_looks, kept.second_look_cost) == (looks.looks, looks.cost)
     assert settings.llm.batch is False
+
+    settings.judge.second_look = "none"
+    live, batch = dry_runs(settings).values()
+    assert live.second_look_estimate is None and batch.cost_estimate == pytest.approx(live.cost_estimate / 2)
+    assert live.cost_estimate == pytest.approx(first)
 
 
 def test_a_dry_run_with_nothing_pending_says_so_and_prices_no_alternatives(

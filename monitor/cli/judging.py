@@ -270,8 +270,16 @@ def _print_judge_summary(data: dict[str, object]) -> None:
         ("LLM calls", data["calls"]),
         ("prompt tokens", data["prompt_tokens"]),
         ("completion tokens", data["completion_tokens"]),
-        ("cost estimate (USD)", f"{float(data['cost_estimate']):.4f}"),  # type: ignore[arg-type]
     ]
+    cost = "cost estimate (USD)"
+    looks: Any = data.get("second_look_estimate")
+    if looks is not None:  # a dry run's: the calls and tokens above are the first readings'
+        # Asked live even under --batch (judge/batch.py): at live rates, one call a pair.
+        tokens = looks["prompt_tokens"] + looks["completion_tokens"]
+        shown = f"{looks['looks']} calls, ~{tokens:,} tokens, ${looks['cost']:.4f}"
+        rows += [("second looks (expected, live)", shown)]
+        cost = "cost estimate (USD, with second looks)"
+    rows += [(cost, f"{float(data['cost_estimate']):.4f}")]  # type: ignore[arg-type]
     if data.get("batches_submitted") or data.get("batches_waiting") or data.get("batches_collected"):
         rows += [("batches submitted", data["batches_submitted"])]
         rows += [("batches collected", data["batches_collected"])]

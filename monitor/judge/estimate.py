@@ -49,11 +49,6 @@ SHARES = (0.02, 0.05, 0.10, 0.20)
 SCREEN_KEEP_SHARE = 0.0106
 SCREEN_TALLY_MIN = 2000
 KEPT_PAIRS_PER_CALL = 1.95
-# Of the pairs judged, the share that gets a second reading under each `judge.second_look`: measured on
-# the sample's 2026-W20 (133 of 242; every bearing label there was under the 0.7 "unsure" line, so
-# "moving" read as many as "all").
-SECOND_LOOK_SHARE = {"all": 0.55, "moving": 0.55, "none": 0.0}
-SAMPLED_PAIRS = 200  # pending screen pairs whose judge and second-look prompts are rendered to price them
 
 
 @dataclass(frozen=True)
@@ -109,23 +104,22 @@ def price_kept(
     batch: bool | None = None,
 ) -> AfterScreen:
     """`after_screen` from its parts: judging `share` of `screen_pairs`, KEPT_PAIRS_PER_CALL a call, and
-    the second looks `judge.second_look` gives them (SECOND_LOOK_SHARE), priced from the prompts of (up to
-    SAMPLED_PAIRS of) `sample`'s pairs, cached system prompts counted. With `batch` (None: as `llm.batch`
-    says) the first readings are at Batch API rates; the second looks are at live rates either way, as
-    `monitor judge --batch` asks them live once it has collected the first readings (judge/batch.py)."""
-    from monitor.judge.second_look import ANSWER_TOKENS, FirstReading, SecondLooker, second_look_cost
+    the second looks `judge.second_look` gives them (`expected_second_looks`, as a dry run prices those of
+    the pairs already kept), priced from the prompts of (up to SAMPLED_PAIRS of) `sample`'s pairs, cached
+    system prompts counted. With `batch` (None: as `llm.batch` says) the first readings are at Batch API
+    rates; the second looks are at live rates either way, as `monitor judge --batch` asks them live once
+    it has collected the first readings (judge/batch.py)."""
+    from monitor.judge.second_look import expected_second_looks, priced_sample
     from monitor.judge.work import COMPLETION_TOKENS_PER_CLAIM
     from monitor.llm.cost import cached_prefix, estimate_tokens
 
     pairs = round(screen_pairs * share)
-    looks = round(pairs * SECOND_LOOK_SHARE.get(settings.judge.second_look, 0.0))
     prompts = load_prompts(settings.judge.prompts_dir)
-    looker = SecondLooker(settings, connect=False)
-    first = FirstReading("RELAXES", "direct", 0.8, "x" * 120, "x" * 200)
-    sample = list(sample)[:: max(1, len(sample) // SAMPLED_PAIRS)][:SAMPLED_PAIRS]
+    sample = priced_sample(sample)
     batch = settings.llm.batch if batch is None else batch
     if not sample or not pairs:
         return AfterScreen(share, measured, pairs, 0, 0, 0, 0, 0, 0.0, 0.0, batch)
+    looks = expected_second_looks(settings, pairs, sample)
     system = estimate_tokens(prompts.system())
     calls = max(1, round(pairs / min(KEPT_PAIRS_PER_CALL, settings.judge.claims_per_call)))
     per_call = pairs / calls  # kept claims a call carries, on average
@@ -134,26 +128,20 @@ def price_kept(
     one = sum(estimate_tokens(prompts.user(paper, [claim])) for paper, claim in sample) / len(sample)
     two = sum(estimate_tokens(prompts.user(paper, [claim, claim])) for paper, claim in sample) / len(sample)
     judge_user = one + (per_call - 1) * (two - one)
-    look_prompt = sum(
-        sum(estimate_tokens(m["content"]) for m in looker.question(paper, claim, first).messages)
-        for paper, claim in sample
-    ) / len(sample)
-    look_system = estimate_tokens(looker.prompts.messages(sample[0][0], sample[0][1], first)[0]["content"])
-    judge_prompt, look_prompt_total = round(calls * (system + judge_user)), round(looks * look_prompt)
+    judge_prompt = round(calls * (system + judge_user))
     judge_cached = max(0, calls - 1) * cached_prefix(system)
-    look_cached = max(0, looks - 1) * cached_prefix(look_system)
-    judge_completion, look_completion = pairs * COMPLETION_TOKENS_PER_CLAIM, looks * ANSWER_TOKENS
+    judge_completion = pairs * COMPLETION_TOKENS_PER_CLAIM
     return AfterScreen(
         share,
         measured,
         pairs,
         calls,
-        looks,
-        judge_prompt + look_prompt_total,
-        judge_cached + look_cached,
-        judge_completion + look_completion,
+        looks.looks,
+        judge_prompt + looks.prompt_tokens,
+        judge_cached + looks.cached_tokens,
+        judge_completion + looks.completion_tokens,
         judge_cost=token_cost(settings, judge_prompt, judge_completion, batch, judge_cached),
-        second_look_cost=second_look_cost(settings, look_prompt_total, look_completion, look_cached),
+        second_look_cost=looks.cost,
         batch=batch,
     )
 

@@ -25,9 +25,9 @@ from collections import deque
 from collections.abc import Callable
 
 from monitor.config import Settings
-from monitor.judge.base import Judge, Judgement
+from monitor.judge.base import Judge
 from monitor.judge.prompts import load_prompts
-from monitor.judge.second_look import needs_second_look, second_look_pending
+from monitor.judge.second_look import expected_second_looks, second_look_pending, second_look_policy
 from monitor.judge.work import (
     JudgeSummary,
     estimate_judge_units,
@@ -110,7 +110,7 @@ def judge_pending(
     estimated = estimate_judge_units(units, judge.prompts or load_prompts(settings.judge.prompts_dir))
     if dry_run:
         at_batch = settings.llm.batch if batch is None else batch
-        return _dry_run(estimated, len(units), settings, judge, summary, budget, at_batch)
+        return _dry_run(estimated, units, settings, judge, summary, budget, at_batch)
 
     recorder = ExchangeRecorder(store, run_id)
     writer = assessment_writer(store, settings, judge, summary, force, run_id)
@@ -158,17 +158,9 @@ def assessment_writer(
     return AssessmentWriter(store, judge, summary, force, run_id, park, second_look_policy(settings, judge))
 
 
-def second_look_policy(settings: Settings, judge: Judge) -> Callable[[Judgement], bool] | None:
-    """Which of this judge's answers wait for a second reading (`judge.second_look`); None: none do."""
-    cfg = settings.judge
-    if not judge.second_look or cfg.second_look == "none":
-        return None
-    return lambda j: needs_second_look(cfg.second_look, cfg.second_look_below, j.label, j.confidence)
-
-
 def _dry_run(
     estimated: tuple[int, int],
-    calls: int,
+    units: list[WorkUnit],
     settings: Settings,
     judge: Judge,
     summary: JudgeSummary,
@@ -176,15 +168,24 @@ def _dry_run(
     batch: bool,
 ) -> JudgeSummary:
     """What judging would take: calls, the estimated (prompt, completion) tokens, and their price
-    (at Batch API rates with `batch`: what `monitor judge` would do with llm.batch set)."""
-    summary.calls = calls
+    (at Batch API rates with `batch`: what `monitor judge` would do with llm.batch set), then the second
+    looks the pending pairs are expected to need (`second_look_estimate`), as a run would ask them: live,
+    from the same token budget, their price in `cost_estimate`."""
+    summary.calls = len(units)
     summary.prompt_tokens, summary.completion_tokens = estimated
     if judge.prompts is not None and judge.billed:
-        summary.cached_tokens = judge_cached_tokens(calls, judge.prompts)
+        summary.cached_tokens = judge_cached_tokens(len(units), judge.prompts)
     summary.cost_estimate = price(
         settings, judge, summary.prompt_tokens, summary.completion_tokens, batch, summary.cached_tokens
     )
-    summary.budget_exhausted = budget.exceeded(summary.tokens)
+    second_tokens = 0
+    if second_look_policy(settings, judge) is not None:
+        pairs = [(unit.paper, claim) for unit in units for claim in unit.claims]
+        looks = expected_second_looks(settings, summary.pending, pairs)
+        summary.second_look_estimate = looks
+        summary.cost_estimate += looks.cost if judge.billed else 0.0
+        second_tokens = looks.tokens
+    summary.budget_exhausted = budget.exceeded(summary.tokens + second_tokens)
     return summary
 
 

@@ -7,7 +7,9 @@ in order, which sentences of the abstract report findings, whether one speaks to
 the first reading's quote and rationale hold, and then labels the pair itself; `llm.review_model`
 names a stronger model for it. The assessment waits (`assessments.second_look = 'pending'`) and
 counts toward no verdict until then, whether its first reading came live or by Batch API (whose
-answers get their second reading live, once collected: monitor/judge/batch.py). Where the second
+answers get their second reading live, once collected: monitor/judge/batch.py). Which answers wait is
+one rule (`second_look_policy`); a dry run expects SECOND_LOOK_SHARE of the pairs judged to wait and
+prices their second readings at live rates (`expected_second_looks`). Where the second
 reading gives the same label, the pair counts with the second reading's strength, and its quote and
 rationale where its quote is grounded; where it differs, the pair goes to the curator's queue
 (`monitor review`) and counts for nothing until a curator decides. Each answer commits on its own; a
@@ -26,10 +28,10 @@ from openai import OpenAI
 
 from monitor.config import Settings
 from monitor.errors import MonitorError
-from monitor.judge.base import Judgement
+from monitor.judge.base import Judge, Judgement
 from monitor.judge.grounding import ground
 from monitor.judge.schema import parse_answer, response_schema
-from monitor.llm.cost import estimate_tokens, token_cost
+from monitor.llm.cost import cached_prefix, estimate_tokens, token_cost
 from monitor.llm.engine import TokenBudget, run_live
 from monitor.llm.prompts import Templates, load_templates
 from monitor.llm.recorder import ExchangeRecorder
@@ -43,6 +45,11 @@ from monitor.store.runs import StageNotes
 TEMPLATE_NAMES = ("second_look_system.j2", "second_look_user.j2", "judge_correction.j2", "judge_labels.j2")
 MOVING = ("RELAXES", "OVERTURNS")  # the labels that make a claim perishable or overturned
 ANSWER_TOKENS = 260  # a second reading's answer: a quote, a longer rationale, label, strength
+# Of the pairs judged, the share that gets a second reading under each `judge.second_look`: measured on
+# the sample's 2026-W20 (133 of 242; every bearing label there was under the 0.7 "unsure" line, so
+# "moving" read as many as "all"). What a dry run expects (`expected_second_looks`).
+SECOND_LOOK_SHARE = {"all": 0.55, "moving": 0.55, "none": 0.0}
+SAMPLED_PAIRS = 200  # pairs whose prompts are rendered to price an estimate
 
 
 def needs_second_look(mode: str, below: float, label: str, confidence: float) -> bool:
@@ -55,6 +62,16 @@ def needs_second_look(mode: str, below: float, label: str, confidence: float) ->
     if label == "UNRELATED":
         return unsure
     return mode == "all" or label in MOVING or unsure
+
+
+def second_look_policy(settings: Settings, judge: Judge) -> Callable[[Judgement], bool] | None:
+    """Which of this judge's answers wait for a second reading (`judge.second_look`); None: none do (a
+    judge whose labels get none, the embedded one, or "none"). The one rule: the pipeline's, live or by
+    batch (judge/runner.py), `monitor eval`'s (`second_reading`) and a dry run's (`expected_second_looks`)."""
+    cfg = settings.judge
+    if not judge.second_look or cfg.second_look == "none":
+        return None
+    return lambda j: needs_second_look(cfg.second_look, cfg.second_look_below, j.label, j.confidence)
 
 
 @dataclass(frozen=True)
@@ -234,16 +251,11 @@ class SecondReading:
         return answers[0]
 
 
-def second_reading(settings: Settings, judge: Any) -> SecondReading | None:
-    """The second look `judge` gets under `settings` (`judge.second_look`), or None (the embedded judge,
+def second_reading(settings: Settings, judge: Judge) -> SecondReading | None:
+    """The second look `judge` gets under `settings` (`second_look_policy`), or None (the embedded judge,
     or "none")."""
-    cfg = settings.judge
-    if not getattr(judge, "second_look", False) or cfg.second_look == "none":
-        return None
-    return SecondReading(
-        SecondLooker(settings),
-        lambda j: needs_second_look(cfg.second_look, cfg.second_look_below, j.label, j.confidence),
-    )
+    needed = second_look_policy(settings, judge)
+    return None if needed is None else SecondReading(SecondLooker(settings), needed)
 
 
 def estimate_second_looks(units: Sequence[WorkUnit], looker: SecondLooker) -> tuple[int, int]:
@@ -263,6 +275,52 @@ def second_look_cost(
     """USD for second readings: they are asked live (`monitor judge --batch` asks them once the first
     readings are collected), so at live rates whatever `llm.batch` says."""
     return token_cost(settings, prompt_tokens, completion_tokens, batch=False, cached_tokens=cached_tokens)
+
+
+@dataclass(frozen=True)
+class SecondLookEstimate:
+    """The second readings judging some pairs is expected to need, and their price (a dry run's)."""
+
+    looks: int
+    prompt_tokens: int
+    cached_tokens: int  # of prompt_tokens: the system prompt, cached from the second call on
+    completion_tokens: int
+    cost: float  # at live rates, whatever `llm.batch` says (`second_look_cost`)
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def as_dict(self) -> dict[str, object]:
+        return {**asdict(self), "cost": round(self.cost, 6)}
+
+
+def priced_sample(pairs: Sequence[tuple[PaperText, ClaimText]]) -> list[tuple[PaperText, ClaimText]]:
+    """Up to SAMPLED_PAIRS of `pairs`, spread evenly: the ones whose prompts an estimate renders."""
+    return list(pairs)[:: max(1, len(pairs) // SAMPLED_PAIRS)][:SAMPLED_PAIRS]
+
+
+def expected_second_looks(
+    settings: Settings, judged: int, sample: Sequence[tuple[PaperText, ClaimText]]
+) -> SecondLookEstimate:
+    """The second looks expected of judging `judged` pairs by an LLM judge under `settings`: their share
+    under `judge.second_look` (SECOND_LOOK_SHARE), each priced as the mean of the second-look prompts of
+    (up to SAMPLED_PAIRS of) `sample`'s pairs, shown a bearing first reading, and ANSWER_TOKENS of answer,
+    at live rates (`second_look_cost`). Calls nothing. A caller holding the judge asks
+    `second_look_policy` first: a judge it gives no second look expects none."""
+    looks = round(judged * SECOND_LOOK_SHARE.get(settings.judge.second_look, 0.0))
+    sample = priced_sample(sample)
+    if not looks or not sample:
+        return SecondLookEstimate(0, 0, 0, 0, 0.0)
+    looker = SecondLooker(settings, connect=False)
+    first = FirstReading("RELAXES", "direct", 0.8, "x" * 120, "x" * 200)
+    asked = [looker.question(paper, claim, first).messages for paper, claim in sample]
+    each = sum(sum(estimate_tokens(m["content"]) for m in messages) for messages in asked) / len(sample)
+    prompt = round(looks * each)
+    cached = (looks - 1) * cached_prefix(estimate_tokens(asked[0][0]["content"]))
+    completion = looks * ANSWER_TOKENS
+    cost = second_look_cost(settings, prompt, completion, cached)
+    return SecondLookEstimate(looks, prompt, cached, completion, cost)
 
 
 def second_look_pending(

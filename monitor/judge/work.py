@@ -19,7 +19,7 @@ from monitor.claims.ids import text_hash
 from monitor.config import Settings
 from monitor.judge.base import LABELS, Judge
 from monitor.judge.prompts import JudgePrompts
-from monitor.judge.second_look import SecondLookSummary
+from monitor.judge.second_look import SecondLookEstimate, SecondLookSummary
 from monitor.judge_names import shown_judge, triage_only_judge
 from monitor.llm.cost import cached_prefix, estimate_tokens
 from monitor.llm.texts import ClaimText, PaperText
@@ -68,10 +68,15 @@ class JudgeSummary(CallCounts):
     warnings: list[str] = field(default_factory=list)  # for the run's warnings, not its counts
     # The second readings this run gave (judge/second_look.py), recorded under their own name.
     second_look: SecondLookSummary | None = None
+    # A dry run's: the second readings the pending pairs are expected to need (their price is part of
+    # `cost_estimate`; their tokens are not in `prompt_tokens` and `completion_tokens`, the first readings').
+    second_look_estimate: SecondLookEstimate | None = None
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        del data["warnings"], data["second_look"]
+        del data["warnings"], data["second_look"], data["second_look_estimate"]
+        if self.second_look_estimate is not None:
+            data["second_look_estimate"] = self.second_look_estimate.as_dict()
         data["judge"] = shown_judge(self.judge)  # `self.judge` is the stored name (cache keys)
         data["tokens"] = self.tokens
         data["cost_estimate"] = round(self.cost_estimate, 6)
