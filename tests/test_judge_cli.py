@@ -139,6 +139,37 @@ def test_the_dry_run_table_prints_the_expected_second_looks_on_their_own_line(
     assert llm.requests == []
 
 
+def test_the_dry_run_prices_the_second_looks_already_waiting(
+    store: Store, db_url: str, llm: ScriptedLLM, monitor: Callable[..., Result]
+) -> None:
+    """A first reading whose second look failed waits for it; a run asks it, so the dry run counts it and
+    its price (live rates) with nothing else pending, in the table, `--json` and the budget warning."""
+    from test_second_look import scripted, world
+
+    world(store)
+    llm.default = scripted(("SUPPORTS", "direct", 0.95), None)  # every second look fails (503)
+    on = {"MONITOR_JUDGE__SECOND_LOOK": "all"}
+    first = monitor(db_url, "--skip-relevance", **on)
+    assert [a.second_look for a in assessments(store)] == ["pending"], first.stdout + first.stderr
+    asked = len(llm.requests)
+    dry = monitor(db_url, "--dry-run", "--skip-relevance", "--json", **on)
+    assert dry.returncode == 0, dry.stderr
+    estimate = json.loads(dry.stdout)["judge"]
+    waiting = estimate["second_looks_waiting"]
+    assert estimate["pending"] == 0 and waiting["looks"] == 1 and waiting["cost"] > 0
+    assert estimate["cost_estimate"] == pytest.approx(waiting["cost"])
+    assert "nothing_pending" not in json.loads(dry.stdout)
+    tokens = waiting["prompt_tokens"] + waiting["completion_tokens"]
+    table = monitor(db_url, "--dry-run", "--skip-relevance", MONITOR_LLM__TOKEN_BUDGET=str(tokens - 1), **on)
+    line = re.search(r"second looks \(waiting, live\)\s*│\s*(\d+) calls, .*\$([\d.]+)", table.stdout)
+    assert line and int(line.group(1)) == 1, table.stdout
+    assert float(line.group(2)) == pytest.approx(waiting["cost"], abs=1e-4)
+    assert "Nothing pending" not in table.stdout and "would exceed llm.token_budget" in table.stderr
+    within = monitor(db_url, "--dry-run", "--skip-relevance", MONITOR_LLM__TOKEN_BUDGET=str(tokens), **on)
+    assert "would exceed" not in within.stderr
+    assert len(llm.requests) == asked  # a dry run calls nothing
+
+
 def test_budget_and_failures_exit_non_zero(
     store: Store, db_url: str, llm: ScriptedLLM, monitor: Callable[..., Result]
 ) -> None:
@@ -272,6 +303,28 @@ def test_a_batch_that_failed_exits_as_the_live_judge_does(
     assert run.status == ("partial" if code == 7 else "failed")
     if "second looks" in situation:  # nothing lost: the label waits for the next run's second look
         assert [a.second_look for a in assessments(store)] == ["pending"]
+
+
+def test_a_batch_the_budget_cut_short_says_its_pairs_were_submitted(
+    store: Store, db_url: str, llm: ScriptedLLM, monitor: Callable[..., Result]
+) -> None:
+    """Without `--wait`, the pairs a budget-cut batch carries are at the Batch API, not lost: the exit-7
+    message counts them as submitted (not "0 judged"), and the next `--batch` collects them."""
+    seed(store, papers=2, claims=1)
+    budget = one_call_budget(store)
+    llm.default = answering("SUPPORTS")
+    cut = monitor(db_url, "--batch", MONITOR_LLM__TOKEN_BUDGET=budget)
+    assert cut.returncode == 7, cut.stdout + cut.stderr
+    error = [line for line in cut.stderr.splitlines() if line.startswith("error:")]
+    said = (
+        f"token budget {budget} reached: 1 pair(s) submitted in a batch (`monitor judge --batch` collects "
+        "it once done), 1 left pending"
+    )
+    assert len(error) == 1 and said in " ".join(cut.stderr.split()), cut.stderr
+    assert "judged and kept" not in cut.stderr and assessments(store) == []
+    llm.batches.ready = True
+    collected = monitor(db_url, "--batch", MONITOR_LLM__TOKEN_BUDGET=budget)
+    assert len(assessments(store)) == 1, collected.stdout + collected.stderr
 
 
 def test_an_unreachable_server_exits_6_naming_the_url_and_a_rerun_finishes(

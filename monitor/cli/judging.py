@@ -138,15 +138,16 @@ def _collect(shown: dict[str, Any]) -> Any:
 
 def _printer() -> Any:
     """A `Show` that prints each step (`_show`), but no dry-run table of zeros when nothing at all is
-    pending: "nothing pending" then says what to do instead. Pairs waiting for the LLM screen are
-    pending too: the judge's table (of pairs already kept) is printed under the screen's estimate."""
+    pending: "nothing pending" then says what to do instead. Pairs waiting for the LLM screen or for a
+    second look are pending too: the judge's table is printed (under the screen's estimate)."""
     screening = False
 
     def show(step: str, result: Any) -> None:
         nonlocal screening
         if step == "screen estimate":
             screening = bool(result["pairs"])
-        if step == "judge" and result.dry_run and not result.pending and not screening:
+        waiting = step == "judge" and result.second_looks_waiting and result.second_looks_waiting.looks
+        if step == "judge" and result.dry_run and not result.pending and not screening and not waiting:
             return
         _show(step, result)
 
@@ -279,6 +280,11 @@ def _print_judge_summary(data: dict[str, object]) -> None:
         shown = f"{looks['looks']} calls, ~{tokens:,} tokens, ${looks['cost']:.4f}"
         rows += [("second looks (expected, live)", shown)]
         cost = "cost estimate (USD, with second looks)"
+    waiting: Any = data.get("second_looks_waiting")
+    if waiting and waiting["looks"]:  # left by an earlier run: a run asks them too, live
+        tokens = waiting["prompt_tokens"] + waiting["completion_tokens"]
+        shown = f"{waiting['looks']} calls, ~{tokens:,} tokens, ${waiting['cost']:.4f}"
+        rows += [("second looks (waiting, live)", shown)]
     rows += [(cost, f"{float(data['cost_estimate']):.4f}")]  # type: ignore[arg-type]
     if data.get("batches_submitted") or data.get("batches_waiting") or data.get("batches_collected"):
         rows += [("batches submitted", data["batches_submitted"])]

@@ -65,6 +65,7 @@ def run_batch(
             left = engine.submit(units, settings.llm, run_id)
             summary.budget_exhausted = bool(left)
             summary.not_attempted = sum(len(u.pairs) for u in left)
+            summary.submitted = summary.pending - summary.not_attempted
             while wait and summary.batches_waiting:
                 time.sleep(settings.llm.batch_poll_seconds)
                 summary.batches_waiting = 0

@@ -27,7 +27,12 @@ from collections.abc import Callable
 from monitor.config import Settings
 from monitor.judge.base import Judge
 from monitor.judge.prompts import load_prompts
-from monitor.judge.second_look import expected_second_looks, second_look_pending, second_look_policy
+from monitor.judge.second_look import (
+    expected_second_looks,
+    second_look_pending,
+    second_look_policy,
+    waiting_second_looks,
+)
 from monitor.judge.work import (
     JudgeSummary,
     estimate_judge_units,
@@ -110,7 +115,7 @@ def judge_pending(
     estimated = estimate_judge_units(units, judge.prompts or load_prompts(settings.judge.prompts_dir))
     if dry_run:
         at_batch = settings.llm.batch if batch is None else batch
-        return _dry_run(estimated, units, settings, judge, summary, budget, at_batch)
+        return _dry_run(estimated, units, store, settings, judge, summary, budget, at_batch, claim_ids)
 
     recorder = ExchangeRecorder(store, run_id)
     writer = assessment_writer(store, settings, judge, summary, force, run_id)
@@ -161,16 +166,19 @@ def assessment_writer(
 def _dry_run(
     estimated: tuple[int, int],
     units: list[WorkUnit],
+    store: Store,
     settings: Settings,
     judge: Judge,
     summary: JudgeSummary,
     budget: TokenBudget,
     batch: bool,
+    claim_ids: list[str] | None,
 ) -> JudgeSummary:
     """What judging would take: calls, the estimated (prompt, completion) tokens, and their price
     (at Batch API rates with `batch`: what `monitor judge` would do with llm.batch set), then the second
-    looks the pending pairs are expected to need (`second_look_estimate`), as a run would ask them: live,
-    from the same token budget, their price in `cost_estimate`."""
+    looks the pending pairs are expected to need (`second_look_estimate`) and those already waiting
+    (`second_looks_waiting`, of `claim_ids`), as a run would ask them: live, from the same token budget,
+    their price in `cost_estimate`."""
     summary.calls = len(units)
     summary.prompt_tokens, summary.completion_tokens = estimated
     if judge.prompts is not None and judge.billed:
@@ -183,8 +191,10 @@ def _dry_run(
         pairs = [(unit.paper, claim) for unit in units for claim in unit.claims]
         looks = expected_second_looks(settings, summary.pending, pairs)
         summary.second_look_estimate = looks
-        summary.cost_estimate += looks.cost if judge.billed else 0.0
-        second_tokens = looks.tokens
+        waiting = waiting_second_looks(store, settings, claim_ids)
+        summary.second_looks_waiting = waiting
+        summary.cost_estimate += looks.cost + waiting.cost if judge.billed else 0.0
+        second_tokens = looks.tokens + waiting.tokens
     summary.budget_exhausted = budget.exceeded(summary.tokens + second_tokens)
     return summary
 

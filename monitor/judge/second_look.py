@@ -9,7 +9,8 @@ names a stronger model for it. The assessment waits (`assessments.second_look = 
 counts toward no verdict until then, whether its first reading came live or by Batch API (whose
 answers get their second reading live, once collected: monitor/judge/batch.py). Which answers wait is
 one rule (`second_look_policy`); a dry run expects SECOND_LOOK_SHARE of the pairs judged to wait and
-prices their second readings at live rates (`expected_second_looks`). Where the second
+prices their second readings at live rates (`expected_second_looks`), and those already waiting, which a
+run asks too, at the same rates (`waiting_second_looks`). Where the second
 reading gives the same label, the pair counts with the second reading's strength, and its quote and
 rationale where its quote is grounded; where it differs, the pair goes to the curator's queue
 (`monitor review`) and counts for nothing until a curator decides. Each answer commits on its own; a
@@ -279,7 +280,8 @@ def second_look_cost(
 
 @dataclass(frozen=True)
 class SecondLookEstimate:
-    """The second readings judging some pairs is expected to need, and their price (a dry run's)."""
+    """Some second readings a run would ask, and their price (a dry run's): those judging the pending
+    pairs is expected to need (`expected_second_looks`), or those already waiting (`waiting_second_looks`)."""
 
     looks: int
     prompt_tokens: int
@@ -321,6 +323,28 @@ def expected_second_looks(
     completion = looks * ANSWER_TOKENS
     cost = second_look_cost(settings, prompt, completion, cached)
     return SecondLookEstimate(looks, prompt, cached, completion, cost)
+
+
+def waiting_second_looks(
+    store: Store, settings: Settings, claim_ids: Sequence[str] | None = None
+) -> SecondLookEstimate:
+    """The second looks already waiting (of `claim_ids`): first readings left pending by a stopped run, a
+    failed second look or a collected batch, which a run asks along with its own (`second_look_pending`).
+    Each priced from its own rendered prompt and ANSWER_TOKENS of answer, at live rates
+    (`second_look_cost`), the system prompt cached from the second call on as in `expected_second_looks`.
+    Calls nothing; a caller asks `second_look_policy` first, as a run does before asking them."""
+    pending = pending_units(store, claim_ids)
+    if not pending:
+        return SecondLookEstimate(0, 0, 0, 0, 0.0)
+    looker = SecondLooker(settings, connect=False)
+    for unit, first, _ in pending:
+        looker.firsts[unit.pairs[0].ref] = first
+    units = [unit for unit, _, _ in pending]
+    prompt, completion = estimate_second_looks(units, looker)
+    system = looker.unit_question(units[0]).messages[0]["content"]
+    cached = (len(units) - 1) * cached_prefix(estimate_tokens(system))
+    cost = second_look_cost(settings, prompt, completion, cached)
+    return SecondLookEstimate(len(units), prompt, cached, completion, cost)
 
 
 def second_look_pending(

@@ -71,12 +71,19 @@ class JudgeSummary(CallCounts):
     # A dry run's: the second readings the pending pairs are expected to need (their price is part of
     # `cost_estimate`; their tokens are not in `prompt_tokens` and `completion_tokens`, the first readings').
     second_look_estimate: SecondLookEstimate | None = None
+    # A dry run's: the second readings already waiting in the store, which a run asks too (priced into
+    # `cost_estimate` likewise).
+    second_looks_waiting: SecondLookEstimate | None = None
+    # `monitor judge --batch`: the pairs this invocation sent to the Batch API (answered once collected).
+    submitted: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        del data["warnings"], data["second_look"], data["second_look_estimate"]
-        if self.second_look_estimate is not None:
-            data["second_look_estimate"] = self.second_look_estimate.as_dict()
+        del data["warnings"], data["second_look"], data["second_look_estimate"], data["second_looks_waiting"]
+        for name in ("second_look_estimate", "second_looks_waiting"):
+            estimate = getattr(self, name)
+            if estimate is not None:
+                data[name] = estimate.as_dict()
         data["judge"] = shown_judge(self.judge)  # `self.judge` is the stored name (cache keys)
         data["tokens"] = self.tokens
         data["cost_estimate"] = round(self.cost_estimate, 6)

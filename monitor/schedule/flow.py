@@ -279,11 +279,16 @@ def judge(job: Job, _done: dict[str, Any]) -> JudgeSummary:
 def check_judged(job: Job, summary: JudgeSummary) -> None:
     """Raise when judging did not finish: BudgetExhausted (7) for a spent token budget, JudgeError (6)
     when the judge answered none of the pairs it was asked. What was judged is kept either way; verdicts
-    and digests must wait, so they are never computed on half the evidence (docs/operations.md)."""
+    and digests must wait, so they are never computed on half the evidence (docs/operations.md). A batch
+    whose pairs are still at the Batch API says so: they are neither judged nor left pending."""
     if summary.budget_exhausted:
+        done = f"{summary.judged} pair(s) judged and kept"
+        if summary.submitted and summary.batches_waiting:  # `--batch` without `--wait` collecting it
+            sent = f"{summary.submitted} pair(s) submitted in a batch (`{job.again}` collects it once done)"
+            done = f"{done}, {sent}" if summary.judged else sent
         raise BudgetExhausted(
-            f"token budget {job.budget.limit} reached: {summary.judged} pair(s) judged and "
-            f"kept, {summary.not_attempted} left pending; run `{job.again}` again to go on"
+            f"token budget {job.budget.limit} reached: {done}, {summary.not_attempted} left pending; "
+            f"run `{job.again}` again to go on"
         )
     if summary.judge_unavailable:  # e.g. nothing listens at base_url: stop before verdicts and digest
         raise JudgeError(summary.unavailable_reason)

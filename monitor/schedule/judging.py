@@ -136,7 +136,8 @@ def _estimate(
 ) -> None:
     """What judging the pending pairs would take (and screening them, with the LLM screen); calls nothing.
 
-    With nothing pending it says so ("nothing pending") and, unless asked, prices no alternatives.
+    With nothing pending (no pair, no second look waiting) it says so ("nothing pending") and, unless
+    asked, prices no alternatives.
     """
     from monitor.judge.runner import judge_pending
 
@@ -159,5 +160,6 @@ def _estimate(
 
         show("alternatives", alternatives(store, settings, days=ALTERNATIVES_DAYS))
     show("judge", summary)
-    if not pending:
+    waiting = summary.second_looks_waiting.looks if summary.second_looks_waiting else 0
+    if not pending and not waiting:  # second looks left waiting: a run would call the LLM for them
         show("nothing pending", summary)
