@@ -7,7 +7,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,11 +14,10 @@ from typing import Any
 
 import pytest
 from llm_server import Reply, ScriptedLLM, answer, answering, asked_claim_ids, completion, error_body
-from ops_helpers import MONITOR, consoles_as_at_start
+from ops_helpers import MONITOR, cli
 from sqlalchemy import select
 from test_judge_runner import assessments, seed
 
-from monitor.cli import main
 from monitor.store.db import Store
 from monitor.store.records import Run
 
@@ -39,7 +37,7 @@ class Result:
 
 @pytest.fixture
 def monitor(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, llm: ScriptedLLM
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, llm: ScriptedLLM
 ) -> Callable[..., Result]:
     """Run the console entry point in-process (as `monitor --db URL judge ...`) and capture its exit."""
     monkeypatch.chdir(tmp_path)  # no stray monitor.toml
@@ -63,15 +61,8 @@ def monitor(
                 monkeypatch.delenv(name, raising=False)
             else:
                 monkeypatch.setenv(name, value)
-        monkeypatch.setattr(sys, "argv", ["monitor", "--db", db_url, "judge", *args])
-        consoles_as_at_start()  # as a new process would: COLUMNS as the test set it
-        code = 0
-        try:
-            main()
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-        out = capsys.readouterr()
-        return Result(code, out.out, out.err)
+        done = cli("--db", db_url, "judge", *args)  # in this process, started as a new one would be
+        return Result(done.returncode, done.stdout, done.stderr)
 
     return run
 

@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import sys
 from pathlib import Path
 
 import pytest
 from digest_world import World, settled_digest
 from llm_server import ScriptedLLM, answering
-from ops_helpers import consoles_as_at_start
+from ops_helpers import cli
 from sqlalchemy import Date, literal, select
 from test_judge_runner import settings_for
 
-from monitor.cli import main
 from monitor.config import Settings, load_settings
 from monitor.judge.runner import judge_pending
 from monitor.judge.work import triage_cut
@@ -146,11 +144,9 @@ def test_dry_run_counts_the_pairs_below_the_cut(
     store: Store,
     db_url: str,
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
 ) -> None:
     world(store)
-    monkeypatch.chdir(tmp_path)  # no stray monitor.toml
     for name, value in {
         "MONITOR_JUDGE__PROVIDER": "embedded",
         "MONITOR_JUDGE__EMBEDDED_TOP_K": "2",
@@ -158,15 +154,10 @@ def test_dry_run_counts_the_pairs_below_the_cut(
         "COLUMNS": "200",
     }.items():
         monkeypatch.setenv(name, value)
-    monkeypatch.setattr(sys, "argv", ["monitor", "--db", db_url, "judge", "--skip-relevance", "--dry-run"])
-    consoles_as_at_start()  # as a new process would: COLUMNS as the test set it
-    code = 0
-    try:
-        main()
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr().out
-    assert code == 0, out
+    # In tmp_path: no stray monitor.toml.
+    done = cli("--db", db_url, "judge", "--skip-relevance", "--dry-run", cwd=tmp_path)
+    code, out = done.returncode, done.stdout
+    assert code == 0, out + done.stderr
     assert re.search(r"│ pending pairs +│ +8 │", out), out
     cut = re.escape("below the embedded triage cut (2 a claim a week; an LLM judge reads them)")
     assert re.search(rf"│ {cut} +│ +8 │", out), out
