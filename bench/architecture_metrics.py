@@ -289,18 +289,20 @@ class Package:
             return self.canonical(f"{base}.{expr.attr}")
         return None
 
-    def method(self, cls: str, name: str) -> str | None:
-        """`name` as class `cls` has it, its own or a base's."""
+    def lineage(self, cls: str) -> Iterator[Klass]:
+        """Class `cls`, then its package bases, breadth first, each once: where a name is looked up."""
         todo, seen = [cls], set()
         while todo:
             current = todo.pop(0)
             if current in seen or current not in self.classes:
                 continue
             seen.add(current)
-            if name in self.classes[current].methods:
-                return self.classes[current].methods[name]
+            yield self.classes[current]
             todo.extend(self.classes[current].bases)
-        return None
+
+    def method(self, cls: str, name: str) -> str | None:
+        """`name` as class `cls` has it, its own or a base's."""
+        return next((k.methods[name] for k in self.lineage(cls) if name in k.methods), None)
 
     def subclasses(self, cls: str) -> set[str]:
         out: set[str] = set()
@@ -367,13 +369,7 @@ class Package:
 
     def _attribute(self, cls: str, name: str) -> set[str] | None:
         """The package classes attribute `name` of a `cls` holds (a field, or what a property returns)."""
-        todo, seen = [cls], set()
-        while todo:
-            current = todo.pop(0)
-            if current in seen or current not in self.classes:
-                continue
-            seen.add(current)
-            klass = self.classes[current]
+        for klass in self.lineage(cls):
             if name in klass.fields:
                 return self.annotation_classes(klass.module, klass.fields[name])
             method = klass.methods.get(name)
@@ -385,7 +381,6 @@ class Package:
                 ):
                     return self.annotation_classes(klass.module, node.returns)
                 return set()
-            todo.extend(klass.bases)
         return set()
 
     def _bound(self, fn: Function, name: str) -> tuple[bool, set[str] | None]:
