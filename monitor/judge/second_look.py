@@ -296,6 +296,16 @@ class SecondLookEstimate:
     def as_dict(self) -> dict[str, object]:
         return {**asdict(self), "cost": round(self.cost, 6)}
 
+    @classmethod
+    def priced(
+        cls, settings: Settings, looks: int, prompt: int, completion: int, system: str
+    ) -> SecondLookEstimate:
+        """`looks` second readings of `prompt` + `completion` tokens, the `system` prompt cached from the
+        second call on, at live rates (`second_look_cost`)."""
+        cached = (looks - 1) * cached_prefix(estimate_tokens(system))
+        cost = second_look_cost(settings, prompt, completion, cached)
+        return cls(looks, prompt, cached, completion, cost)
+
 
 def priced_sample(pairs: Sequence[tuple[PaperText, ClaimText]]) -> list[tuple[PaperText, ClaimText]]:
     """Up to SAMPLED_PAIRS of `pairs`, spread evenly: the ones whose prompts an estimate renders."""
@@ -318,11 +328,8 @@ def expected_second_looks(
     first = FirstReading("RELAXES", "direct", 0.8, "x" * 120, "x" * 200)
     asked = [looker.question(paper, claim, first).messages for paper, claim in sample]
     each = sum(sum(estimate_tokens(m["content"]) for m in messages) for messages in asked) / len(sample)
-    prompt = round(looks * each)
-    cached = (looks - 1) * cached_prefix(estimate_tokens(asked[0][0]["content"]))
-    completion = looks * ANSWER_TOKENS
-    cost = second_look_cost(settings, prompt, completion, cached)
-    return SecondLookEstimate(looks, prompt, cached, completion, cost)
+    system = asked[0][0]["content"]
+    return SecondLookEstimate.priced(settings, looks, round(looks * each), looks * ANSWER_TOKENS, system)
 
 
 def waiting_second_looks(
@@ -342,9 +349,7 @@ def waiting_second_looks(
     units = [unit for unit, _, _ in pending]
     prompt, completion = estimate_second_looks(units, looker)
     system = looker.unit_question(units[0]).messages[0]["content"]
-    cached = (len(units) - 1) * cached_prefix(estimate_tokens(system))
-    cost = second_look_cost(settings, prompt, completion, cached)
-    return SecondLookEstimate(len(units), prompt, cached, completion, cost)
+    return SecondLookEstimate.priced(settings, len(units), prompt, completion, system)
 
 
 def second_look_pending(
