@@ -118,3 +118,23 @@ def test_a_sentence_without_claim_words_is_said_so(words: list[str]) -> None:
     unrelated = Decision("UNRELATED", 0.9, False)
     text = judge.rationale(sentences, Encoded([], [], 0, shared), np.zeros(4), unrelated)
     assert "it shares no key word with it" in text
+
+
+def test_a_line_whose_claim_is_shown_under_another_line_does_not_say_nothing_ranks_close(store) -> None:
+    """A claim of two lines is shown in full under its first; the second line's "strongest work" note
+    must not say the embedded model ranks nothing close when that claim's picks are listed there."""
+    w = world(store)
+    w.line("sft", "What does SFT keep?")
+    w.claim("c_shared", CLAIM + " in both lines", ("rl", "sft"), date_text="2025")
+    for n in range(3):
+        arxiv_id = f"2603.0010{n}"
+        w.paper(arxiv_id, f"Shared {n}", dt.date(2026, 3, 10), abstract=ABSTRACT)
+        w.assess(arxiv_id, "c_shared", "SUPPORTS", 0.8, judge="local", evidence=BACKGROUND)
+    settings = trusted_settings()
+    digest = settled_digest(store, settings, resolve_period("2026-03"))  # a month: "strongest" is shown
+    sft = next(line for line in digest.lines if line.id == "sft")
+    assert [c.id for c in sft.elsewhere] == ["c_shared"] and sft.triaged_elsewhere and not sft.triaged
+    for form in ("md", "html"):
+        text = html.unescape(render(digest, form, settings))
+        assert "ranks none close enough to list" not in text, form
+        assert "what it ranks closest is listed under the claim's own line, without a stance" in text, form

@@ -266,6 +266,11 @@ class LineView:
         return any(p.close for p in self.papers)
 
     @property
+    def triaged_elsewhere(self) -> bool:
+        """A claim of this line shown in full under another line lists the embedded model's picks there."""
+        return any(c.triage or c.more_triage for c in self.elsewhere)
+
+    @property
     def judged(self) -> bool:
         return any(p.bearings or p.unsure for p in self.papers)
 
