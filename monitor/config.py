@@ -341,6 +341,9 @@ class JudgeSettings(Section):
     # unsure labels (the minimum); "none" never. A disagreement goes to the curator's queue.
     second_look: Literal["all", "moving", "none"] = "all"
     second_look_below: float = Field(default=0.7, ge=0, le=1)  # "unsure": a confidence below this
+    # Under the Batch API (`monitor judge --batch`, `llm.batch`) the second readings go by batch too: half
+    # the price, and a label counts one batch later. False: asked live as soon as the first readings land.
+    second_look_batch: bool = True
     # The embedded judge's triage cut: it only ranks papers for triage (its stances count toward no
     # verdict), so for a library of more than `embedded_cut_above_claims` active claims it reads, per
     # claim and ISO week, only the `embedded_top_k` candidates of highest relevance score. The digest

@@ -386,8 +386,8 @@ def test_a_batch_dry_run_is_priced_at_batch_rates_and_leaves_the_callers_setting
     store: Store,
 ) -> None:
     """The first readings at batch prices (half), computed on a copy: the shared settings keep llm.batch
-    off. Their expected second looks are priced live either way (`monitor judge --batch` asks them live)
-    and by the same rule as those of the pairs the screen would keep (estimate.py's `price_kept`)."""
+    off. Their expected second looks go by batch too, at half price (live with `judge.second_look_batch`
+    off), priced by the same rule as those of the pairs the screen would keep (estimate.py's `price_kept`)."""
     from monitor.config import Settings
     from monitor.judge.estimate import price_kept
     from monitor.judge.factory import make_judge
@@ -409,17 +409,24 @@ def test_a_batch_dry_run_is_priced_at_batch_rates_and_leaves_the_callers_setting
         return {b: shown[(b, "judge")] for b in (False, True)}
 
     live, batch = dry_runs(settings).values()
-    looks = live.second_look_estimate
-    assert looks is not None and looks == batch.second_look_estimate and looks.cost > 0
+    looks, batched = live.second_look_estimate, batch.second_look_estimate
+    assert looks is not None and batched is not None and looks.cost > 0
+    assert (looks.batch, batched.batch, batched.looks) == (False, True, looks.looks)
+    assert batched.cost == pytest.approx(looks.cost / 2)
     assert live.pending == 6 and looks.looks == round(6 * SECOND_LOOK_SHARE[settings.judge.second_look])
     first = live.cost_estimate - looks.cost
-    assert first > 0 and batch.cost_estimate - looks.cost == pytest.approx(first / 2)
+    assert first > 0 and batch.cost_estimate == pytest.approx(live.cost_estimate / 2)
     # Every pending pair kept by a screen: judging them would expect the same second looks, priced alike.
     judge = make_judge(settings, connect=False)
     pairs = [(u.paper, c) for u in pending_units(store, judge) for c in u.claims]
     kept = price_kept(settings, live.pending, 1.0, pairs)
     assert (kept.second_looks, kept.second_look_cost) == (looks.looks, looks.cost)
     assert settings.llm.batch is False
+
+    settings.judge.second_look_batch = False  # asked live after the batch: at live prices
+    live, batch = dry_runs(settings).values()
+    assert batch.second_look_estimate == looks
+    assert batch.cost_estimate - looks.cost == pytest.approx(first / 2)
 
     settings.judge.second_look = "none"
     live, batch = dry_runs(settings).values()

@@ -150,8 +150,8 @@ def test_the_dry_run_prices_first_readings_of_what_the_screen_keeps_at_batch_rat
     store, llm: ScriptedLLM
 ) -> None:
     """Under batch (`--batch` or `llm.batch`) the judge's first readings of the pairs the screen is
-    expected to keep cost half, and their second looks what they cost live: `monitor judge --batch`
-    asks those live once it has collected the first readings (judge/batch.py)."""
+    expected to keep cost half, and so do their second looks, which go by batch too; with
+    `judge.second_look_batch` off they cost what they cost live (judge/batch.py asks them live)."""
     from monitor.schedule.judging import JudgeRequest, judge_once
     from monitor.schedule.signals import StopFlag
 
@@ -173,10 +173,15 @@ def test_the_dry_run_prices_first_readings_of_what_the_screen_keeps_at_batch_rat
     live, batch = after_screen(False), after_screen(True)
     assert after_screen(False, configured=True) == batch  # llm.batch prices as --batch does
     assert (live["pairs"], live["second_looks"], live["batch"], batch["batch"]) == (1, 1, False, True)
-    assert live["cost"] / 2 < batch["cost"] < live["cost"]  # only the first readings cost half
+    assert (live["second_look_batch"], batch["second_look_batch"]) == (False, True)
     assert batch["judge_cost"] == pytest.approx(live["judge_cost"] / 2)
-    assert batch["second_look_cost"] == live["second_look_cost"] > 0
-    assert batch["cost"] == pytest.approx(batch["judge_cost"] + batch["second_look_cost"])
+    assert batch["second_look_cost"] == pytest.approx(live["second_look_cost"] / 2) and batch["cost"] > 0
+    assert batch["cost"] == pytest.approx(live["cost"] / 2)
+    settings.judge.second_look_batch = False
+    asked_live = after_screen(True)
+    assert asked_live["second_look_batch"] is False and asked_live["judge_cost"] == batch["judge_cost"]
+    assert asked_live["second_look_cost"] == live["second_look_cost"] > 0
+    assert live["cost"] / 2 < asked_live["cost"] < live["cost"]  # only the first readings cost half
     assert llm.requests == []
 
 

@@ -22,6 +22,7 @@ from monitor.judge.prompts import load_prompts
 from monitor.judge.runner import judge_pending
 from monitor.judge.second_look import needs_second_look
 from monitor.judge.work import estimate_judge_units, pending_units
+from monitor.llm.cost import token_cost
 from monitor.review.queue import review_queue
 from monitor.store.db import Store
 from monitor.store.models import Assessment, SecondLook
@@ -198,6 +199,7 @@ def test_a_batch_answer_waits_for_its_second_reading_as_a_live_one_does(
     llm.default = scripted(("OVERTURNS", "direct", 0.95), None)  # the batch answers; a second look fails
     llm.batches.ready = True
     settings = looking(llm, max_retries=0, batch_poll_seconds=0.01)
+    settings.judge.second_look_batch = False  # asked live once the first readings are collected
     summary = run_batch(store, settings, make_judge(settings), wait=True)
     assert (summary.batches_collected, summary.judged) == (1, 1)
     # Collected, the batch's label waits for its second reading and counts for nothing yet.
@@ -223,6 +225,73 @@ def test_a_batch_answer_waits_for_its_second_reading_as_a_live_one_does(
     with store.session() as s:
         formats = sorted((e.provider, e.response_format) for e in s.scalars(select(LLMExchange)))
     assert formats[0] == ("openai", "batch") and {p for p, _ in formats[1:]} == {"openai-second-look"}
+
+
+def test_under_batch_the_second_readings_go_by_batch_and_count_once_collected(
+    store: Store, llm: ScriptedLLM
+) -> None:
+    """`judge.second_look_batch` (the default): the invocation that collects a first reading submits its
+    second reading as a batch of its own, at half the live price; the label waits until an invocation
+    collects that batch, and no chat request is made."""
+    world(store)
+    llm.default = scripted(("OVERTURNS", "direct", 0.95), ("OVERTURNS", "indirect", 0.9))
+    settings = looking(llm, batch_poll_seconds=0.01)
+    submitted = run_batch(store, settings, make_judge(settings))
+    assert (submitted.batches_submitted, submitted.judged) == (1, 0)
+    assert submitted.second_look is not None and submitted.second_look.batches_submitted == 0
+
+    llm.batches.ready = True
+    collected = run_batch(store, settings, make_judge(settings))
+    looked = collected.second_look
+    assert collected.judged == 1 and looked is not None
+    assert (looked.batches_submitted, looked.batches_waiting, looked.pending, looked.agreed) == (1, 1, 1, 0)
+    assert current(store).second_look == "pending"
+    assert outcome(store, settings).summary.withheld == {"awaiting a second reading": 1}
+    second_batch = list(llm.batches.batches.values())[-1]
+    uploaded = [
+        json.loads(line) for line in llm.batches.files[second_batch["input_file_id"]].decode().splitlines()
+    ]
+    assert [is_second_look(u["body"]) for u in uploaded] == [True]
+
+    # Rerun before it is collected: the same second look is not submitted twice.
+    llm.batches.ready = False
+    again = run_batch(store, settings, make_judge(settings))
+    assert again.second_look is not None and (
+        again.second_look.batches_submitted,
+        again.second_look.pending,
+    ) == (0, 0)
+
+    llm.batches.ready = True
+    done = run_batch(store, settings, make_judge(settings))
+    looked = done.second_look
+    assert looked is not None and (looked.batches_collected, looked.agreed, looked.pending_left) == (1, 1, 0)
+    live = token_cost(settings, looked.prompt_tokens, looked.completion_tokens, False, looked.cached_tokens)
+    assert looked.cost == pytest.approx(live / 2) and done.cost_estimate == pytest.approx(looked.cost)
+    row = current(store)
+    assert (row.label, row.strength, row.second_look) == ("OVERTURNS", "direct", "agreed")
+    assert (item(store, settings).strength, item(store, settings).evidence) == ("indirect", SECOND_QUOTE)
+    assert outcome(store, settings).summary.withheld == {}
+    assert llm.chat_requests() == []
+    with store.session() as s:
+        formats = {(e.provider, e.response_format) for e in s.scalars(select(LLMExchange))}
+    assert formats == {("openai", "batch"), ("openai-second-look", "batch")}
+
+
+def test_waiting_on_a_batch_collects_its_second_readings_in_the_same_invocation(
+    store: Store, llm: ScriptedLLM
+) -> None:
+    """`--wait` polls the second-look batch it submitted too; an answer that disagrees goes to the
+    curator's queue as a live one does."""
+    world(store)
+    llm.default = scripted(("OVERTURNS", "direct", 0.95), ("RELAXES", "direct", 0.9))
+    llm.batches.ready = True
+    settings = looking(llm, batch_poll_seconds=0.01)
+    summary = run_batch(store, settings, make_judge(settings), wait=True)
+    looked = summary.second_look
+    assert summary.judged == 1 and looked is not None
+    assert (looked.batches_submitted, looked.batches_collected, looked.batches_waiting) == (1, 1, 0)
+    assert (looked.agreed, looked.disagreed, looked.pending_left) == (0, 1, 0)
+    assert current(store).second_look == "disagreed" and llm.chat_requests() == []
 
 
 @pytest.mark.parametrize(

@@ -178,12 +178,14 @@ def _show(step: str, result: Any) -> None:
         after = result.get("after_screen")
         if after:
             basis = "this store's" if after["measured"] else "the shipped"
-            # Under --batch the first readings are at Batch API rates; the second looks are asked live.
+            # Under --batch the first readings are at Batch API rates, the second looks too unless
+            # judge.second_look_batch is off.
             rates = " (Batch API)" if after["batch"] else ""
+            looked = "Batch API" if after["second_look_batch"] else "live"
             console.print(
                 f"then judging what it keeps (estimate, at {basis} keep share {after['keep_share']:.1%}): "
                 f"~{after['pairs']:,} pair(s) ${after['judge_cost']:.2f}{rates}, ~{after['second_looks']:,} "
-                f"second look(s) ${after['second_look_cost']:.2f} (live), ${after['cost']:.2f} in all; "
+                f"second look(s) ${after['second_look_cost']:.2f} ({looked}), ${after['cost']:.2f} in all; "
                 "the judge estimate below covers only pairs already kept",
                 highlight=False,
                 soft_wrap=True,
@@ -194,9 +196,10 @@ def _show(step: str, result: Any) -> None:
         _print_nothing_pending(result.as_dict())
     elif step == "batches":
         _print_judge_summary(result.as_dict())
-        if result.batches_waiting:  # no failure (exit 0): said in words, not only as a count
+        running = result.batches_waiting + (result.second_look.batches_waiting if result.second_look else 0)
+        if running:  # no failure (exit 0): said in words, not only as a count
             console.print(
-                f"{result.batches_waiting} batch(es) still running at the Batch API: `monitor judge "
+                f"{running} batch(es) still running at the Batch API: `monitor judge "
                 "--batch` collects them once they are done (`--wait` polls until then)",
                 highlight=False,
             )
@@ -275,27 +278,38 @@ def _print_judge_summary(data: dict[str, object]) -> None:
     cost = "cost estimate (USD)"
     looks: Any = data.get("second_look_estimate")
     if looks is not None:  # a dry run's: the calls and tokens above are the first readings'
-        # Asked live even under --batch (judge/batch.py): at live rates, one call a pair.
+        # One call a pair, by batch under --batch (unless judge.second_look_batch is off), else live.
         tokens = looks["prompt_tokens"] + looks["completion_tokens"]
         shown = f"{looks['looks']} calls, ~{tokens:,} tokens, ${looks['cost']:.4f}"
-        rows += [("second looks (expected, live)", shown)]
+        rows += [(f"second looks (expected, {_how(looks)})", shown)]
         cost = "cost estimate (USD, with second looks)"
     waiting: Any = data.get("second_looks_waiting")
-    if waiting and waiting["looks"]:  # left by an earlier run: a run asks them too, live
+    if waiting and waiting["looks"]:  # left by an earlier run: a run asks them too
         tokens = waiting["prompt_tokens"] + waiting["completion_tokens"]
         shown = f"{waiting['looks']} calls, ~{tokens:,} tokens, ${waiting['cost']:.4f}"
-        rows += [("second looks (waiting, live)", shown)]
+        rows += [(f"second looks (waiting, {_how(waiting)})", shown)]
     rows += [(cost, f"{float(data['cost_estimate']):.4f}")]  # type: ignore[arg-type]
     if data.get("batches_submitted") or data.get("batches_waiting") or data.get("batches_collected"):
         rows += [("batches submitted", data["batches_submitted"])]
         rows += [("batches collected", data["batches_collected"])]
         rows += [("batches running", data["batches_waiting"])]
+    second: Any = data.get("second_look")
+    if second and (
+        second.get("batches_submitted") or second.get("batches_waiting") or second.get("batches_collected")
+    ):
+        rows += [("second-look batches submitted", second["batches_submitted"])]
+        rows += [("second-look batches collected", second["batches_collected"])]
+        rows += [("second-look batches running", second["batches_waiting"])]
     for name, value in rows:
         table.add_row(name, str(value))
     print_table(console, table)
     # The errors themselves were logged as they happened (judge/writer.py): stderr has each cause once.
     if data.get("dry_run") and data.get("budget_exhausted"):
         err_console.print("[yellow]warning:[/] this run would exceed llm.token_budget", highlight=False)
+
+
+def _how(looks: dict[str, Any]) -> str:
+    return "Batch API" if looks.get("batch") else "live"
 
 
 def _left(data: dict[str, object]) -> str:

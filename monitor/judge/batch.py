@@ -9,8 +9,10 @@ validation is recorded as an error; the pair stays pending and goes into the nex
 no corrective turn). Such an answer counts towards parking its pairs as a live one still invalid after
 its corrective turn does: after `judge.park_after_failures` of them a pair is parked, live or by batch
 (runner.py's `assessment_writer`). A collected answer that needs a second reading (`judge.second_look`)
-waits for it as a live one does: after collecting, each invocation asks the second looks pending live,
-as the runner does (monitor/judge/runner.py, judge/second_look.py), so they cost live rates.
+waits for it as a live one does: after collecting, each invocation collects the finished second-look
+batches and submits the second looks pending as a batch of their own (`judge.second_look_batch`, the
+default: half price, a label counts one batch later), or asks them live as the runner does
+(monitor/judge/runner.py, judge/second_look.py) with that setting off.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from monitor.errors import ConfigError, JudgeError
 from monitor.judge.base import Judge
 from monitor.judge.openai_judge import OpenAIJudge
 from monitor.judge.runner import assessment_writer, count_usage, parked_notes, run_second_looks
+from monitor.judge.second_look import by_batch, second_look_batches
 from monitor.judge.work import JudgeSummary, estimate_judge_units, pending_units
 from monitor.llm.engine import BatchRun, TokenBudget
 from monitor.llm.recorder import ExchangeRecorder
@@ -79,5 +82,40 @@ def run_batch(
         # Not held back by a submit the budget cut short: that batch's tokens are not spent yet.
         if writer.second_look is not None:
             budget = budget or TokenBudget.of(settings.llm)
-            run_second_looks(store, settings, summary, run_id, should_stop, claim_ids, budget)
+            if by_batch(settings, True):
+                _batch_second_looks(store, settings, judge, summary, run_id, claim_ids, budget, wait)
+            else:
+                run_second_looks(store, settings, summary, run_id, should_stop, claim_ids, budget)
     return summary
+
+
+def _batch_second_looks(
+    store: Store,
+    settings: Settings,
+    judge: OpenAIJudge,
+    summary: JudgeSummary,
+    run_id: int | None,
+    claim_ids: list[str] | None,
+    budget: TokenBudget,
+    wait: bool,
+) -> None:
+    """The second readings by batch (`judge.second_look_batch`): collect and submit, and with `wait` poll
+    until the batch submitted is collected, within what the first readings left of `budget`."""
+    left = budget.after(summary.tokens)
+    try:
+        looked = second_look_batches(store, settings, run_id, claim_ids, left)
+        while wait and looked.batches_waiting:  # collect only: what fails waits for the next invocation
+            time.sleep(settings.llm.batch_poll_seconds)
+            looked = looked.then(second_look_batches(store, settings, run_id, claim_ids, left, submit=False))
+    except openai.APIError as exc:
+        raise JudgeError(f"Batch API, second looks: {judge.transport.describe(exc)}") from None
+    summary.second_look = looked
+    summary.cost_estimate += looked.cost
+    if looked.failed and not looked.agreed + looked.disagreed:  # as a live second look that answered none
+        summary.judge_unavailable = True
+        summary.unavailable_reason = (
+            f"second look: no answer of {looked.failed} collected was usable ({looked.errors[0][:200]})"
+        )
+    if looked.stopped:
+        summary.budget_exhausted = True
+        summary.warnings.append(f"second look: {looked.stopped}; {looked.pending_left} pair(s) wait for it")

@@ -64,8 +64,9 @@ class AfterScreen:
     cached_tokens: int
     completion_tokens: int
     judge_cost: float  # the first readings: at Batch API rates with `batch`
-    second_look_cost: float  # the second readings: always asked live, at live rates
+    second_look_cost: float  # the second readings: at Batch API rates when they go by batch too
     batch: bool = False
+    second_look_batch: bool = False  # the second readings go by batch (`judge.second_look_batch`)
 
     @property
     def cost(self) -> float:
@@ -107,9 +108,8 @@ def price_kept(
     the second looks `judge.second_look` gives them (`expected_second_looks`, as a dry run prices those of
     the pairs already kept), priced from the prompts of (up to SAMPLED_PAIRS of) `sample`'s pairs, cached
     system prompts counted. With `batch` (None: as `llm.batch` says) the first readings are at Batch API
-    rates; the second looks are at live rates either way, as `monitor judge --batch` asks them live once
-    it has collected the first readings (judge/batch.py)."""
-    from monitor.judge.second_look import expected_second_looks, priced_sample
+    rates, and the second looks too where they go by batch (`judge.second_look_batch`, judge/batch.py)."""
+    from monitor.judge.second_look import by_batch, expected_second_looks, priced_sample
     from monitor.judge.work import COMPLETION_TOKENS_PER_CLAIM
     from monitor.llm.cost import cached_prefix, estimate_tokens
 
@@ -118,8 +118,8 @@ def price_kept(
     sample = priced_sample(sample)
     batch = settings.llm.batch if batch is None else batch
     if not sample or not pairs:
-        return AfterScreen(share, measured, pairs, 0, 0, 0, 0, 0, 0.0, 0.0, batch)
-    looks = expected_second_looks(settings, pairs, sample)
+        return AfterScreen(share, measured, pairs, 0, 0, 0, 0, 0, 0.0, 0.0, batch, by_batch(settings, batch))
+    looks = expected_second_looks(settings, pairs, sample, by_batch(settings, batch))
     system = estimate_tokens(prompts.system())
     calls = max(1, round(pairs / min(KEPT_PAIRS_PER_CALL, settings.judge.claims_per_call)))
     per_call = pairs / calls  # kept claims a call carries, on average
@@ -143,6 +143,7 @@ def price_kept(
         judge_cost=token_cost(settings, judge_prompt, judge_completion, batch, judge_cached),
         second_look_cost=looks.cost,
         batch=batch,
+        second_look_batch=looks.batch,
     )
 
 

@@ -28,6 +28,7 @@ from monitor.config import Settings
 from monitor.judge.base import Judge
 from monitor.judge.prompts import load_prompts
 from monitor.judge.second_look import (
+    by_batch,
     expected_second_looks,
     second_look_pending,
     second_look_policy,
@@ -177,8 +178,8 @@ def _dry_run(
     """What judging would take: calls, the estimated (prompt, completion) tokens, and their price
     (at Batch API rates with `batch`: what `monitor judge` would do with llm.batch set), then the second
     looks the pending pairs are expected to need (`second_look_estimate`) and those already waiting
-    (`second_looks_waiting`, of `claim_ids`), as a run would ask them: live, from the same token budget,
-    their price in `cost_estimate`."""
+    (`second_looks_waiting`, of `claim_ids`), as a run would ask them (by batch where `by_batch` says so,
+    else live), from the same token budget, their price in `cost_estimate`."""
     summary.calls = len(units)
     summary.prompt_tokens, summary.completion_tokens = estimated
     if judge.prompts is not None and judge.billed:
@@ -189,9 +190,9 @@ def _dry_run(
     second_tokens = 0
     if second_look_policy(settings, judge) is not None:
         pairs = [(unit.paper, claim) for unit in units for claim in unit.claims]
-        looks = expected_second_looks(settings, summary.pending, pairs)
+        looks = expected_second_looks(settings, summary.pending, pairs, by_batch(settings, batch))
         summary.second_look_estimate = looks
-        waiting = waiting_second_looks(store, settings, claim_ids)
+        waiting = waiting_second_looks(store, settings, claim_ids, by_batch(settings, batch))
         summary.second_looks_waiting = waiting
         summary.cost_estimate += looks.cost + waiting.cost if judge.billed else 0.0
         second_tokens = looks.tokens + waiting.tokens

@@ -7,10 +7,12 @@ in order, which sentences of the abstract report findings, whether one speaks to
 the first reading's quote and rationale hold, and then labels the pair itself; `llm.review_model`
 names a stronger model for it. The assessment waits (`assessments.second_look = 'pending'`) and
 counts toward no verdict until then, whether its first reading came live or by Batch API (whose
-answers get their second reading live, once collected: monitor/judge/batch.py). Which answers wait is
-one rule (`second_look_policy`); a dry run expects SECOND_LOOK_SHARE of the pairs judged to wait and
-prices their second readings at live rates (`expected_second_looks`), and those already waiting, which a
-run asks too, at the same rates (`waiting_second_looks`). Where the second
+answers get their second reading by a batch of their own once collected, `second_look_batches`, or
+live with `judge.second_look_batch` off: monitor/judge/batch.py). Which answers wait is one rule
+(`second_look_policy`); a dry run expects SECOND_LOOK_SHARE of the pairs judged to wait and prices
+their second readings as they will be asked (`by_batch`: Batch API or live rates;
+`expected_second_looks`), and those already waiting, which a run asks too, likewise
+(`waiting_second_looks`). Where the second
 reading gives the same label, the pair counts with the second reading's strength, and its quote and
 rationale where its quote is grounded; where it differs, the pair goes to the curator's queue
 (`monitor review`) and counts for nothing until a curator decides. Each answer commits on its own; a
@@ -32,12 +34,13 @@ from monitor.errors import MonitorError
 from monitor.judge.base import Judge, Judgement
 from monitor.judge.grounding import ground
 from monitor.judge.schema import parse_answer, response_schema
+from monitor.llm.batch import Stage
 from monitor.llm.cost import cached_prefix, estimate_tokens, token_cost
-from monitor.llm.engine import TokenBudget, run_live
+from monitor.llm.engine import BatchRun, TokenBudget, run_live
 from monitor.llm.prompts import Templates, load_templates
 from monitor.llm.recorder import ExchangeRecorder
 from monitor.llm.texts import ClaimText, PaperText, Recorder
-from monitor.llm.transport import ChatTransport, Question
+from monitor.llm.transport import ChatTransport, Mode, Question
 from monitor.llm.units import CallCounts, Pair, WorkUnit
 from monitor.store.assessments import add_second_look, count_second_looks_pending, pending_second_looks
 from monitor.store.db import Store
@@ -47,10 +50,12 @@ TEMPLATE_NAMES = ("second_look_system.j2", "second_look_user.j2", "judge_correct
 MOVING = ("RELAXES", "OVERTURNS")  # the labels that make a claim perishable or overturned
 ANSWER_TOKENS = 260  # a second reading's answer: a quote, a longer rationale, label, strength
 # Of the pairs judged, the share that gets a second reading under each `judge.second_look`: measured on
-# the sample's 2026-W20 (133 of 242; every bearing label there was under the 0.7 "unsure" line, so
-# "moving" read as many as "all"). What a dry run expects (`expected_second_looks`).
-SECOND_LOOK_SHARE = {"all": 0.55, "moving": 0.55, "none": 0.0}
+# the sample's 2026-W20 under the shipped prompts (189 of 242: 67 bearing labels, all under the 0.7
+# "unsure" line, so "moving" reads as many as "all", and 122 unsure UNRELATED; 133 of 242 under the
+# prompts before). What a dry run expects (`expected_second_looks`).
+SECOND_LOOK_SHARE = {"all": 0.78, "moving": 0.78, "none": 0.0}
 SAMPLED_PAIRS = 200  # pairs whose prompts are rendered to price an estimate
+BATCH_STAGE: Stage = "second"  # `judge_batches.stage` of second-look batches
 
 
 def needs_second_look(mode: str, below: float, label: str, confidence: float) -> bool:
@@ -137,6 +142,10 @@ class SecondLooker:
             correction=lambda problem: self.prompts.correction(problem, claim.id),
         )
 
+    @property
+    def mode(self) -> Mode | None:
+        return self.transport.mode
+
     def unit_question(self, unit: WorkUnit) -> Question[list[Judgement]]:
         pair = unit.pairs[0]
         return self.question(unit.paper, pair.claim, self.firsts[pair.ref])
@@ -168,6 +177,27 @@ class SecondLookSummary(CallCounts):
         out["cost"] = round(self.cost, 6)
         out["seconds"] = round(self.seconds, 2)
         return out
+
+    def then(self, later: SecondLookSummary) -> SecondLookSummary:
+        """This pass and a `later` one of the same invocation (collecting a batch this one submitted)."""
+        return SecondLookSummary(
+            calls=self.calls + later.calls,
+            prompt_tokens=self.prompt_tokens + later.prompt_tokens,
+            completion_tokens=self.completion_tokens + later.completion_tokens,
+            cached_tokens=self.cached_tokens + later.cached_tokens,
+            batches_submitted=self.batches_submitted + later.batches_submitted,
+            batches_waiting=later.batches_waiting,
+            batches_collected=self.batches_collected + later.batches_collected,
+            pending=self.pending,
+            agreed=self.agreed + later.agreed,
+            disagreed=self.disagreed + later.disagreed,
+            failed=self.failed + later.failed,
+            pending_left=later.pending_left,
+            cost=self.cost + later.cost,
+            stopped=self.stopped or later.stopped,
+            errors=self.errors + later.errors,
+            seconds=self.seconds + later.seconds,
+        )
 
     def stage_notes(self) -> StageNotes:
         warnings = []
@@ -209,7 +239,9 @@ class SecondLookWriter:
 
     def write(self, unit: WorkUnit, second: Judgement, exchange_id: int | None) -> None:
         pair = unit.pairs[0]
-        first = self.looker.firsts[pair.ref]
+        first = self.looker.firsts.get(pair.ref)
+        if first is None:  # a batch's answer for a label that got its second reading meanwhile (live)
+            return
         grounding = ground(second, unit.paper, pair.claim.text)
         agrees = second.label == first.label
         row: dict[str, Any] = {
@@ -270,12 +302,21 @@ def estimate_second_looks(units: Sequence[WorkUnit], looker: SecondLooker) -> tu
     return prompt_total, ANSWER_TOKENS * len(units)
 
 
+def by_batch(settings: Settings, batch: bool) -> bool:
+    """Whether a run that judges by Batch API (`batch`) asks its second readings by batch too
+    (`judge.second_look_batch`); a live run asks them live."""
+    return batch and settings.judge.second_look_batch
+
+
 def second_look_cost(
-    settings: Settings, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0
+    settings: Settings,
+    prompt_tokens: int,
+    completion_tokens: int,
+    cached_tokens: int = 0,
+    batch: bool = False,
 ) -> float:
-    """USD for second readings: they are asked live (`monitor judge --batch` asks them once the first
-    readings are collected), so at live rates whatever `llm.batch` says."""
-    return token_cost(settings, prompt_tokens, completion_tokens, batch=False, cached_tokens=cached_tokens)
+    """USD for second readings: at Batch API rates when they go by batch (`by_batch`), else live."""
+    return token_cost(settings, prompt_tokens, completion_tokens, batch=batch, cached_tokens=cached_tokens)
 
 
 @dataclass(frozen=True)
@@ -287,7 +328,8 @@ class SecondLookEstimate:
     prompt_tokens: int
     cached_tokens: int  # of prompt_tokens: the system prompt, cached from the second call on
     completion_tokens: int
-    cost: float  # at live rates, whatever `llm.batch` says (`second_look_cost`)
+    cost: float  # at live rates, or Batch API ones where they go by batch (`second_look_cost`)
+    batch: bool = False  # asked by Batch API (`by_batch`)
 
     @property
     def tokens(self) -> int:
@@ -298,13 +340,13 @@ class SecondLookEstimate:
 
     @classmethod
     def priced(
-        cls, settings: Settings, looks: int, prompt: int, completion: int, system: str
+        cls, settings: Settings, looks: int, prompt: int, completion: int, system: str, batch: bool = False
     ) -> SecondLookEstimate:
         """`looks` second readings of `prompt` + `completion` tokens, the `system` prompt cached from the
-        second call on, at live rates (`second_look_cost`)."""
+        second call on, at Batch API rates with `batch` (`by_batch`), else live (`second_look_cost`)."""
         cached = (looks - 1) * cached_prefix(estimate_tokens(system))
-        cost = second_look_cost(settings, prompt, completion, cached)
-        return cls(looks, prompt, cached, completion, cost)
+        cost = second_look_cost(settings, prompt, completion, cached, batch)
+        return cls(looks, prompt, cached, completion, cost, batch)
 
 
 def priced_sample(pairs: Sequence[tuple[PaperText, ClaimText]]) -> list[tuple[PaperText, ClaimText]]:
@@ -313,13 +355,13 @@ def priced_sample(pairs: Sequence[tuple[PaperText, ClaimText]]) -> list[tuple[Pa
 
 
 def expected_second_looks(
-    settings: Settings, judged: int, sample: Sequence[tuple[PaperText, ClaimText]]
+    settings: Settings, judged: int, sample: Sequence[tuple[PaperText, ClaimText]], batch: bool = False
 ) -> SecondLookEstimate:
     """The second looks expected of judging `judged` pairs by an LLM judge under `settings`: their share
     under `judge.second_look` (SECOND_LOOK_SHARE), each priced as the mean of the second-look prompts of
     (up to SAMPLED_PAIRS of) `sample`'s pairs, shown a bearing first reading, and ANSWER_TOKENS of answer,
-    at live rates (`second_look_cost`). Calls nothing. A caller holding the judge asks
-    `second_look_policy` first: a judge it gives no second look expects none."""
+    at Batch API rates with `batch` (`by_batch`), else live (`second_look_cost`). Calls nothing. A caller
+    holding the judge asks `second_look_policy` first: a judge it gives no second look expects none."""
     looks = round(judged * SECOND_LOOK_SHARE.get(settings.judge.second_look, 0.0))
     sample = priced_sample(sample)
     if not looks or not sample:
@@ -329,17 +371,20 @@ def expected_second_looks(
     asked = [looker.question(paper, claim, first).messages for paper, claim in sample]
     each = sum(sum(estimate_tokens(m["content"]) for m in messages) for messages in asked) / len(sample)
     system = asked[0][0]["content"]
-    return SecondLookEstimate.priced(settings, looks, round(looks * each), looks * ANSWER_TOKENS, system)
+    return SecondLookEstimate.priced(
+        settings, looks, round(looks * each), looks * ANSWER_TOKENS, system, batch
+    )
 
 
 def waiting_second_looks(
-    store: Store, settings: Settings, claim_ids: Sequence[str] | None = None
+    store: Store, settings: Settings, claim_ids: Sequence[str] | None = None, batch: bool = False
 ) -> SecondLookEstimate:
     """The second looks already waiting (of `claim_ids`): first readings left pending by a stopped run, a
     failed second look or a collected batch, which a run asks along with its own (`second_look_pending`).
-    Each priced from its own rendered prompt and ANSWER_TOKENS of answer, at live rates
-    (`second_look_cost`), the system prompt cached from the second call on as in `expected_second_looks`.
-    Calls nothing; a caller asks `second_look_policy` first, as a run does before asking them."""
+    Each priced from its own rendered prompt and ANSWER_TOKENS of answer, at Batch API rates with `batch`
+    (`by_batch`), else live (`second_look_cost`), the system prompt cached from the second call on as in
+    `expected_second_looks`. Calls nothing; a caller asks `second_look_policy` first, as a run does
+    before asking them."""
     pending = pending_units(store, claim_ids)
     if not pending:
         return SecondLookEstimate(0, 0, 0, 0, 0.0)
@@ -349,7 +394,7 @@ def waiting_second_looks(
     units = [unit for unit, _, _ in pending]
     prompt, completion = estimate_second_looks(units, looker)
     system = looker.unit_question(units[0]).messages[0]["content"]
-    return SecondLookEstimate.priced(settings, len(units), prompt, completion, system)
+    return SecondLookEstimate.priced(settings, len(units), prompt, completion, system, batch)
 
 
 def second_look_pending(
@@ -396,6 +441,46 @@ def second_look_pending(
         summary.cost = second_look_cost(
             settings, recorder.prompt_tokens, recorder.completion_tokens, recorder.cached_tokens
         )
+    with store.session() as session:
+        summary.pending_left = count_second_looks_pending(session)
+    summary.seconds = time.monotonic() - began
+    return summary
+
+
+def second_look_batches(
+    store: Store,
+    settings: Settings,
+    run_id: int | None = None,
+    claim_ids: Sequence[str] | None = None,
+    budget: TokenBudget | None = None,
+    submit: bool = True,
+) -> SecondLookSummary:
+    """Second readings by Batch API (`by_batch`): write the readings of every finished second-look batch
+    as live ones are written, then (with `submit`) submit the first readings still waiting (of
+    `claim_ids`) that no open batch carries, as one batch within what is left of `budget`. Half the live
+    price; a label counts once an invocation after its batch finished has collected it."""
+    began = time.monotonic()
+    budget = budget or TokenBudget.of(settings.llm)
+    summary = SecondLookSummary()
+    looker = SecondLooker(settings)
+    recorder = ExchangeRecorder(store, run_id)
+    writer = SecondLookWriter(store, looker, summary, run_id)
+    engine = BatchRun(store, BATCH_STAGE, looker, writer, recorder, summary)
+    # A batch may carry any claim's pairs: each waiting first reading is what its answer is checked against.
+    for unit, first, _ in pending_units(store):
+        looker.firsts[unit.pairs[0].ref] = first
+    engine.collect()
+    units = engine.not_carried([unit for unit, _, _ in pending_units(store, claim_ids)])
+    summary.pending = len(units)
+    if submit and units:
+        estimate_second_looks(units, looker)
+        left = engine.submit(units, settings.llm.model_copy(update={"token_budget": budget.left}), run_id)
+        if left:
+            summary.stopped = f"token budget {budget.limit} spent"
+    summary.take_counts(recorder)
+    summary.cost = second_look_cost(
+        settings, recorder.prompt_tokens, recorder.completion_tokens, recorder.cached_tokens, batch=True
+    )
     with store.session() as session:
         summary.pending_left = count_second_looks_pending(session)
     summary.seconds = time.monotonic() - began

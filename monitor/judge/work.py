@@ -84,6 +84,8 @@ class JudgeSummary(CallCounts):
             estimate = getattr(self, name)
             if estimate is not None:
                 data[name] = estimate.as_dict()
+        if self.second_look is not None:
+            data["second_look"] = self.second_look.stage_counts()
         data["judge"] = shown_judge(self.judge)  # `self.judge` is the stored name (cache keys)
         data["tokens"] = self.tokens
         data["cost_estimate"] = round(self.cost_estimate, 6)

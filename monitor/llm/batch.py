@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 ENDPOINT = "/v1/chat/completions"
 # Batch statuses after which nothing more will come.
 FINISHED = {"completed", "failed", "expired", "cancelled"}
-Stage = Literal["judge", "screen"]
+Stage = Literal["judge", "screen", "second"]  # "second": the judge's second looks
 
 
 def open_batches(store: Store, stage: Stage) -> list[JudgeBatch]:

@@ -76,7 +76,7 @@ class JudgeBatch(Base):
     status: Mapped[str] = mapped_column(String(20))  # the API's status, then "collected"
     model: Mapped[str] = mapped_column(String(200))
     prompt_version: Mapped[str] = mapped_column(String(40))
-    # Which stage's calls it carries: "judge" or "screen" (the relevance screen's).
+    # Which stage's calls it carries: "judge", "screen" (the relevance screen's) or "second" (second looks).
     stage: Mapped[str] = mapped_column(String(10), default="judge", server_default="judge")
     requests: Mapped[dict[str, Any]] = mapped_column(JSON)
     pairs: Mapped[int] = mapped_column(Integer, default=0)

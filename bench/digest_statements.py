@@ -1,0 +1,80 @@
+"""A digest's per-paper statements, laid out for a grader who reads each against its abstract.
+
+    python bench/digest_statements.py KEEP_DIR OUT_PREFIX [--parts 2] [--sample N --seed S]
+
+KEEP_DIR is what `bench/llm_path_week.py --keep DIR` leaves: the store (monitor.db), the week's papers
+(week.jsonl) and the digest (reports/digest-*.md). Every "- on `claim`" line the digest prints under a
+paper of the period becomes one numbered statement: the claim's full text, the paper's title and
+abstract, and what the digest prints for that pair (label line, quote, rationale), verbatim. Written to
+OUT_PREFIX_a.md, OUT_PREFIX_b.md, ... (`--parts` files, statements dealt in turn), each for one grader
+(training/teacher/issue30/grading/instructions.md); `--sample N` keeps a seeded random N of them.
+Nothing here grades: it only lays out what was printed beside what it rests on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import sqlite3
+from pathlib import Path
+
+PAPER = re.compile(r"^\d+\. \[(?P<title>.*)\]\(https://arxiv\.org/abs/(?P<id>[^)v]+)v\d+\)")
+ON = re.compile(r"^\s+- on `(?P<claim>c-[0-9a-f]+)` \(.*?\): (?P<said>.*)$")
+
+
+def statements(digest: Path) -> list[dict[str, str]]:
+    """(arxiv id, claim id, printed text) for each claim line under a paper, with its quote and rationale."""
+    out: list[dict[str, str]] = []
+    paper: str | None = None
+    for line in digest.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#"):
+            paper = None
+        found = PAPER.match(line)
+        if found:
+            paper = found["id"]
+            continue
+        on = ON.match(line)
+        if on and paper:
+            out.append({"arxiv_id": paper, "claim_id": on["claim"], "printed": on["said"]})
+        elif out and paper and line.startswith("     ") and line.strip():
+            out[-1]["printed"] += "\n" + line.strip()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("keep", type=Path)
+    parser.add_argument("out_prefix")
+    parser.add_argument("--parts", type=int, default=2)
+    parser.add_argument("--sample", type=int)
+    parser.add_argument("--seed", type=int, default=20261128)
+    args = parser.parse_args()
+    (digest,) = sorted((args.keep / "reports").glob("digest-*.md"))
+    rows = statements(digest)
+    if args.sample:
+        rows = random.Random(args.seed).sample(rows, min(args.sample, len(rows)))
+    papers = {}
+    for line in (args.keep / "week.jsonl").read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        papers[record["arxiv_id"]] = record
+    db = sqlite3.connect(args.keep / "monitor.db")
+    claims = {cid: (text, date) for cid, text, date in db.execute("SELECT id, text, date_text FROM claims")}
+    parts: list[list[str]] = [[] for _ in range(args.parts)]
+    for number, row in enumerate(rows, start=1):
+        text, date = claims[row["claim_id"]]
+        paper = papers[row["arxiv_id"]]
+        parts[(number - 1) % args.parts].append(
+            f"## Statement {number}\n\n**Claim** `{row['claim_id']}` (made {date or 'undated'}): {text}\n\n"
+            f"**Paper** arXiv:{row['arxiv_id']} — {paper['title']}\n\nAbstract: {paper['abstract']}\n\n"
+            f"**What the digest prints about this paper and this claim:**\n\n{row['printed']}\n"
+        )
+    for index, part in enumerate(parts):
+        path = Path(f"{args.out_prefix}_{chr(ord('a') + index)}.md")
+        path.write_text("\n".join(part), encoding="utf-8")
+        print(f"{path}: {len(part)} statements")
+
+
+if __name__ == "__main__":
+    main()
