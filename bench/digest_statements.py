@@ -22,6 +22,28 @@ from pathlib import Path
 
 PAPER = re.compile(r"^\d+\. \[(?P<title>.*)\]\(https://arxiv\.org/abs/(?P<id>[^)v]+)v\d+\)")
 ON = re.compile(r"^\s+- on `(?P<claim>c-[0-9a-f]+)` \(.*?\): (?P<said>.*)$")
+VERDICT = re.compile(r"^### (?P<status>[A-Z]+)\b.*$")
+CLAIM_LINE = re.compile(r"^- `(?P<claim>c-[0-9a-f]+)` · ")
+
+
+def verdicts(digest: Path) -> list[dict[str, str]]:
+    """Each claim section the digest heads with a verdict other than UNTESTED: its heading and lines."""
+    out: list[dict[str, str]] = []
+    current: dict[str, str] | None = None
+    for line in digest.read_text(encoding="utf-8").splitlines():
+        heading = VERDICT.match(line)
+        if heading:
+            current = {"status": heading["status"], "printed": line, "claim_id": ""}
+            if heading["status"] != "UNTESTED":
+                out.append(current)
+            continue
+        if current is not None and line.startswith("- "):
+            claim = CLAIM_LINE.match(line)
+            current["claim_id"] = current["claim_id"] or (claim["claim"] if claim else "")
+            current["printed"] += "\n" + line
+        elif line.startswith("#"):
+            current = None
+    return out
 
 
 def statements(digest: Path) -> list[dict[str, str]]:
@@ -70,6 +92,26 @@ def main() -> None:
             f"**Paper** arXiv:{row['arxiv_id']} — {paper['title']}\n\nAbstract: {paper['abstract']}\n\n"
             f"**What the digest prints about this paper and this claim:**\n\n{row['printed']}\n"
         )
+    judged = verdicts(digest)
+    every = statements(digest)
+    shown: list[str] = []
+    for number, verdict in enumerate(judged, start=1):
+        text, date = claims[verdict["claim_id"]]
+        made = date or "undated"
+        lines = [f"## Statement V{number}\n\n**Claim** `{verdict['claim_id']}` (made {made}): {text}\n"]
+        lines.append(f"**What the digest prints for this claim:**\n\n{verdict['printed']}\n")
+        lines.append("**The papers the digest lists for it, and what it prints for each:**\n")
+        for row in (r for r in every if r["claim_id"] == verdict["claim_id"]):
+            paper = papers[row["arxiv_id"]]
+            lines.append(
+                f"- arXiv:{row['arxiv_id']} — {paper['title']}\n\n  Abstract: {paper['abstract']}\n\n"
+                f"  Printed: {row['printed']}\n"
+            )
+        shown.append("\n".join(lines))
+    if shown:
+        path = Path(f"{args.out_prefix}_verdicts.md")
+        path.write_text("\n".join(shown), encoding="utf-8")
+        print(f"{path}: {len(shown)} verdict statements")
     for index, part in enumerate(parts):
         path = Path(f"{args.out_prefix}_{chr(ord('a') + index)}.md")
         path.write_text("\n".join(part), encoding="utf-8")

@@ -20,6 +20,9 @@ from ops_helpers import make_settings, monitor, start_paused, write_config, writ
 from sqlalchemy import func, select
 
 from monitor.errors import BudgetExhausted, JudgeError
+from monitor.judge.factory import make_judge
+from monitor.judge.prompts import load_prompts
+from monitor.judge.work import estimate_judge_units, pending_units
 from monitor.schedule.pipeline import RunOptions, run_once
 from monitor.store import open_store
 from monitor.store.models import Assessment
@@ -61,8 +64,16 @@ def judge_options(llm: ScriptedLLM, **extra: Any) -> dict[str, Any]:
 
 
 def test_spent_budget_keeps_the_work_and_the_next_run_finishes(tmp_path, db_url, snapshot, llm) -> None:
+    # A budget that fits the largest call's estimate and about half of what the whole run spends (measured
+    # on a store of its own), whatever the prompts' size: some pairs are judged, not all.
+    measure_url = f"sqlite:///{tmp_path / 'measure.db'}"
+    measure = make_settings(tmp_path, measure_url, judge=judge_options(llm))
+    measured = run_once(open_store(measure_url), measure, RunOptions(source=str(snapshot), email=False))
+    units = pending_units(open_store(measure_url), make_judge(measure, connect=False), force=True)
+    estimate_judge_units(units, load_prompts())
+    budget = max(u.estimated_tokens for u in units) + measured.counts["judge"]["tokens"] // 2
     store = open_store(db_url)
-    tight = make_settings(tmp_path, db_url, judge=judge_options(llm, token_budget=2500))
+    tight = make_settings(tmp_path, db_url, judge=judge_options(llm, token_budget=budget))
     with pytest.raises(BudgetExhausted) as err:
         run_once(store, tight, RunOptions(source=str(snapshot), email=False))
     assert err.value.exit_code == 7

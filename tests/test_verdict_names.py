@@ -138,7 +138,7 @@ def test_show_verdicts_and_the_digest_name_unsettled_apart_from_untested_and_exp
     assert "| UNSETTLED | 1 | papers count toward it, none strong enough yet to move it |" in text
     assert "| UNTESTED | 1 | no paper counts toward it yet |" in text
     assert f"| UNTESTED | 1 | no paper counts toward it yet |\n\n{digest.scale}\n" in text
-    assert "0.50 is a coin toss" in digest.scale
+    assert "(0.70 or more, not weak): many unsure labels never add up to one" in digest.scale
     # The claim's heading is its whole text, not repeated on the next line.
     heading = "### UNSETTLED (was UNTESTED): RL updates few parameters\n\n"
     assert f"{heading}- `c_weak` · claim date: 2025 · " in text
@@ -147,5 +147,5 @@ def test_show_verdicts_and_the_digest_name_unsettled_apart_from_untested_and_exp
     assert "UNTESTED beside" not in text and "- `c_none` Binary rewards degrade calibration (2025)" in text
     for fmt in ("html", "txt"):
         other = render(digest, fmt, settings)
-        assert "UNSETTLED" in other and "coin toss" in other, fmt
+        assert "UNSETTLED" in other and "never add up to one" in other, fmt
 

@@ -79,13 +79,17 @@ def test_ungrounded_evidence_never_counts() -> None:
 
 
 def test_one_weak_label_moves_nothing_two_papers_do() -> None:
-    first = item("RELAXES", 0.6, dt.date(2025, 8, 1))
-    assert decide([first], TH, MAY_2025).status == UNSETTLED  # strength 0.6: counts, moves nothing
-    second = item("RELAXES", 0.6, dt.date(2025, 8, 2))
-    out = decide([first, second], TH, MAY_2025)  # 1 - 0.4 * 0.4 = 0.84
+    first = item("RELAXES", 0.7, dt.date(2025, 8, 1))
+    assert decide([first], TH, MAY_2025).status == UNSETTLED  # strength 0.7: counts, moves nothing
+    second = item("RELAXES", 0.7, dt.date(2025, 8, 2))
+    out = decide([first, second], TH, MAY_2025)  # 1 - 0.3 * 0.3 = 0.91
     assert out.status == PERISHABLE
-    assert out.strength["AGAINST"] == pytest.approx(0.84)
+    assert out.strength["AGAINST"] == pytest.approx(0.91)
     assert out.last_changed == dt.date(2025, 8, 2)
+    # Two unsure papers (under ANCHOR_CONFIDENCE) would make 0.84, but no confident finding carries them.
+    unsure = [item("RELAXES", 0.6, dt.date(2025, 8, 1)), item("RELAXES", 0.6, dt.date(2025, 8, 2))]
+    held = decide(unsure, TH, MAY_2025)
+    assert held.status == UNSETTLED and held.strength["AGAINST"] == pytest.approx(WEAK_SIDE_CAP)
 
 
 def test_a_paper_counts_once_however_many_labels_it_has() -> None:
@@ -228,9 +232,11 @@ def test_the_worked_examples_in_docs_verdicts_md_hold_with_the_shipped_precision
     th = Thresholds()  # the shipped defaults the docs quote
     day = dt.date(2025, 9, 1)
     assert decide([item("SUPPORTS", 0.95, day)], th, MAY_2025).status == DURABLE  # 1
-    relax = item("RELAXES", 0.6, day)
+    relax = item("RELAXES", 0.7, day)
     assert decide([relax], th, MAY_2025).status == UNSETTLED  # 2
-    assert decide([relax, item("RELAXES", 0.6, day)], th, MAY_2025).status == PERISHABLE
+    assert decide([relax, item("RELAXES", 0.7, day)], th, MAY_2025).status == PERISHABLE
+    unsure = [item("RELAXES", 0.6, day), item("RELAXES", 0.6, day)]
+    assert decide(unsure, th, MAY_2025).status == UNSETTLED
     sure = item("OVERTURNS", 0.99, day)
     out = decide([sure], th, MAY_2025)  # 3
     assert out.status == UNSETTLED and out.for_review == [sure]
@@ -330,10 +336,10 @@ def test_strength_weighs_a_label_and_weak_papers_alone_move_nothing() -> None:
     weak = [replace(item("RELAXES", 0.9, day), strength="weak") for _ in range(8)]
     alone = decide(weak, TH, MAY_2025)
     assert alone.status == UNSETTLED and alone.strength["AGAINST"] == pytest.approx(WEAK_SIDE_CAP)
-    with_one = decide([*weak, replace(item("RELAXES", 0.5, day), strength="indirect")], TH, MAY_2025)
+    with_one = decide([*weak, replace(item("RELAXES", 0.7, day), strength="indirect")], TH, MAY_2025)
     assert with_one.status == PERISHABLE and with_one.strength["AGAINST"] > 0.9
-    # Unsure labels do not add up to a verdict either: eight indirect RELAXES at 0.45 stay below it.
-    unsure = [replace(item("RELAXES", 0.45, day), strength="indirect") for _ in range(8)]
+    # Unsure labels do not add up to a verdict either: eight indirect RELAXES at 0.6 stay below it.
+    unsure = [replace(item("RELAXES", 0.6, day), strength="indirect") for _ in range(8)]
     assert decide(unsure, TH, MAY_2025).strength["AGAINST"] == pytest.approx(WEAK_SIDE_CAP)
 
 
@@ -374,6 +380,7 @@ def test_the_strength_scale_sentence_names_the_thresholds_in_force() -> None:
     from monitor.verdicts.rules import strength_scale
 
     shipped = strength_scale(Thresholds())
-    assert "0.50 is a coin toss" in shipped and "A side at 0.80 moves a verdict" in shipped
+    assert "(0.70 or more, not weak): many unsure labels never add up to one" in shipped
+    assert "A side at 0.80 moves a verdict" in shipped
     assert "OVERTURNS at 0.90 makes it OVERTURNED" in shipped and "UNSETTLED" in shipped
     assert "A side at 0.70" in strength_scale(Thresholds(move=0.7))

@@ -65,7 +65,7 @@ def test_a_withheld_leaning_is_grouped_apart_from_the_stances_that_count(store, 
     # What the verdict and the numbers mean, on the page that shows them.
     meaning = '<span class="muted" id="meaning">— strong evidence supports it'
     assert f'id="status">DURABLE {meaning}' in page.text
-    assert "0.50 is a coin toss" in page.text
+    assert "many unsure labels never add up to one" in page.text
 
 
 def test_a_paper_page_lists_the_claims_it_bears_on_and_folds_those_it_does_not(store, db_url) -> None:
@@ -77,7 +77,7 @@ def test_a_paper_page_lists_the_claims_it_bears_on_and_folds_those_it_does_not(s
     assert 'data-claim="c1"' in bears and 'data-claim="c2"' not in bears and 'data-claim="c3"' not in bears
     assert 'data-claim="c2"' in folded and 'data-claim="c3"' in folded
     assert '<details id="unrelated">' in html  # folded: shown on request
-    assert "0.50 is a coin toss" in html
+    assert "many unsure labels never add up to one" in html
 
 
 def test_latex_in_claims_and_titles_reads_as_text_on_every_page(store, db_url) -> None:

@@ -50,10 +50,10 @@ TEMPLATE_NAMES = ("second_look_system.j2", "second_look_user.j2", "judge_correct
 MOVING = ("RELAXES", "OVERTURNS")  # the labels that make a claim perishable or overturned
 ANSWER_TOKENS = 260  # a second reading's answer: a quote, a longer rationale, label, strength
 # Of the pairs judged, the share that gets a second reading under each `judge.second_look`: measured on
-# the sample's 2026-W20 under the shipped prompts (189 of 242: 67 bearing labels, all under the 0.7
-# "unsure" line, so "moving" reads as many as "all", and 122 unsure UNRELATED; 133 of 242 under the
-# prompts before). What a dry run expects (`expected_second_looks`).
-SECOND_LOOK_SHARE = {"all": 0.78, "moving": 0.78, "none": 0.0}
+# the sample's 2026-W20 under the shipped prompts (162 of 242: 82 bearing labels and 80 unsure
+# UNRELATED; "moving" skips the one SUPPORTS or RELAXES at 0.7 or more, so reads as many). Earlier prompts'
+# answers gave 133 and 189 of 242. What a dry run expects (`expected_second_looks`).
+SECOND_LOOK_SHARE = {"all": 0.67, "moving": 0.67, "none": 0.0}
 SAMPLED_PAIRS = 200  # pairs whose prompts are rendered to price an estimate
 BATCH_STAGE: Stage = "second"  # `judge_batches.stage` of second-look batches
 

@@ -17,7 +17,7 @@ order (docs/verdicts.md explains them for users, with worked examples):
    and label (`monitor eval`), since a judge's self-reported confidence can run ahead of how often it
    is right, times its evidence's strength factor (`STRENGTH_FACTOR`: direct 1, indirect 0.75, weak
    0.4), so an indirect finding needs corroboration and weak ones several; and a side moves a verdict
-   only when one of its papers is a confident finding (stated at 0.5 or more, not weak; or a
+   only when one of its papers is a confident finding (stated at 0.7 or more, not weak; or a
    curator's), else it weighs at most `WEAK_SIDE_CAP`. A side's *strength* is
    the chance that at least one of its distinct papers is right, 1 - prod(1 - w) over papers (a
    paper's best weight, once), so a verdict moves on several papers or one strong one, never on one
@@ -95,8 +95,10 @@ PENDING, AGREED, DISAGREED = "pending", "agreed", "disagreed"
 STRENGTH_FACTOR = {"direct": 1.0, "indirect": 0.75, "weak": 0.4}
 # A side moves a verdict only when one of its papers is a confident finding: stated at ANCHOR_CONFIDENCE
 # or more, and not weak (or a curator's label). Without one it weighs at most WEAK_SIDE_CAP, below every
-# threshold a verdict moves at (`move`, 0.8): many unsure or weak labels never add up to a verdict.
-ANCHOR_CONFIDENCE = 0.5
+# threshold a verdict moves at (`move`, 0.8): many unsure or weak labels never add up to a verdict. 0.7
+# is the line under which an answer is "unsure" (`judge.second_look_below`): graders read two PERISHABLE
+# verdicts carried by seven indirect RELAXES at 0.50-0.55 as "not" signable (docs/digest_trust.md).
+ANCHOR_CONFIDENCE = 0.7
 WEAK_SIDE_CAP = 0.6
 
 # How strongly a label bears against a claim; used to rank "the strongest" piece of work.
@@ -240,8 +242,9 @@ def strength_scale(th: Thresholds) -> str:
         "A side's strength is the chance that at least one of its papers is right, each weighed at its "
         "confidence capped at how often that judge was right on that label when measured, and by how "
         "directly its finding speaks to the claim (direct in full, indirect three quarters, weak 0.4); a "
-        "side moves a verdict only with at least one confident finding (0.50 or more, not weak): 0.50 is a "
-        f"coin toss. A side at {th.move:.2f} moves a verdict (DURABLE, PERISHABLE or CONTESTED), "
+        f"side moves a verdict only with at least one confident finding ({ANCHOR_CONFIDENCE:.2f} or more, "
+        "not weak): many unsure labels never add up to one. "
+        f"A side at {th.move:.2f} moves a verdict (DURABLE, PERISHABLE or CONTESTED), "
         f"OVERTURNS at {th.overturn:.2f} makes it OVERTURNED; weaker evidence that counts leaves it "
         "UNSETTLED, and with none that counts it is UNTESTED."
     )
