@@ -149,3 +149,26 @@ def test_show_verdicts_and_the_digest_name_unsettled_apart_from_untested_and_exp
         other = render(digest, fmt, settings)
         assert "UNSETTLED" in other and "never add up to one" in other, fmt
 
+
+
+def test_a_side_held_at_the_cap_says_so_beside_its_number_in_every_format(store) -> None:
+    """Two unsure RELAXES (0.6 each) would make 0.84; with no confident finding the side is held at 0.60,
+    and the digest says so instead of leaving "0.60, a verdict needs 0.80" to read as one paper short."""
+    w = World(store)
+    w.line("rl", "What breaks in RL?")
+    w.claim("c_held", "RL updates few parameters", ("rl",), date_text="2025")
+    w.claim("c_free", "Binary rewards degrade calibration", ("rl",), date_text="2025")
+    for n, claim in ((1, "c_held"), (2, "c_held"), (3, "c_free")):
+        w.paper(f"2603.0000{n}", f"Paper {n}", dt.date(2026, 3, 10))
+        w.assess(f"2603.0000{n}", claim, "RELAXES", 0.6, evidence="only at small scale, we find")
+    settings = trusted_settings()
+    week = resolve_period("2026-W11")
+    digest = settled_digest(store, settings, week)
+    held = "relaxes or overturns held at 0.60: no finding stated at 0.70 or more yet"
+    for fmt in ("md", "txt", "html"):
+        text = render(digest, fmt, settings)
+        assert text.count(held) == 1, fmt  # c_held only: c_free's one paper is 0.60 of its own
+    w.assess("2603.00001", "c_held", "RELAXES", 0.8, evidence="only at small scale, we find")
+    digest = settled_digest(store, settings, week)
+    assert held not in render(digest, "md", settings)  # a confident finding lifts the cap: PERISHABLE
+    assert "### PERISHABLE (was UNTESTED): RL updates few parameters" in render(digest, "md", settings)

@@ -92,6 +92,18 @@ def test_one_weak_label_moves_nothing_two_papers_do() -> None:
     assert held.status == UNSETTLED and held.strength["AGAINST"] == pytest.approx(WEAK_SIDE_CAP)
 
 
+def test_capped_sides_names_the_sides_held_at_the_cap_and_only_those() -> None:
+    from monitor.verdicts.rules import capped_sides
+
+    day = dt.date(2025, 8, 1)
+    unsure = [item("RELAXES", 0.6, day), item("RELAXES", 0.6, dt.date(2025, 8, 2))]  # 0.84 uncapped
+    assert capped_sides(unsure, TH) == ["AGAINST"]
+    assert capped_sides(unsure[:1], TH) == []  # 0.6 on its own: nothing is held back
+    assert capped_sides([*unsure, item("RELAXES", 0.8, day)], TH) == []  # a confident finding anchors it
+    both = [*unsure, item("SUPPORTS", 0.6, day), item("SUPPORTS", 0.65, day)]
+    assert capped_sides(both, TH) == ["SUPPORTS", "AGAINST"]
+
+
 def test_a_paper_counts_once_however_many_labels_it_has() -> None:
     one = item("RELAXES", 0.6, dt.date(2025, 8, 1), arxiv_id="2608.00001")
     again = item("RELAXES", 0.6, dt.date(2025, 8, 1), arxiv_id="2608.00001", judge="local")

@@ -65,6 +65,7 @@ from monitor.verdicts.rules import (
     EvidenceSummary,
     Outcome,
     Thresholds,
+    capped_sides,
     strength_scale,
 )
 from monitor.verdicts.sources import anchor_ids_by_claim
@@ -81,7 +82,13 @@ def _triaged(item: EvidenceItem, now: Outcome) -> bool:
 
 
 def _claim_view(
-    claim: Claim, now: Outcome, before: Outcome, period: Period, lines: list[str], sources: set[str]
+    claim: Claim,
+    now: Outcome,
+    before: Outcome,
+    period: Period,
+    lines: list[str],
+    sources: set[str],
+    th: Thresholds,
 ) -> ClaimView:
     """A claim's part of the digest: its verdict at the period's end and before, and the period's papers
     on it in four lists (new evidence, triage, unsure leanings, and what the verdict rests on)."""
@@ -113,7 +120,7 @@ def _claim_view(
         evidence=now.summary,
         below_floor=len(ranked) - len(triage),
     )
-    _add_standing(view, now)
+    _add_standing(view, now, th)
     return view
 
 
@@ -152,12 +159,13 @@ def _new_evidence(appeared: list[EvidenceItem], now: Outcome) -> list[EvidenceVi
     )
 
 
-def _add_standing(view: ClaimView, now: Outcome) -> None:
+def _add_standing(view: ClaimView, now: Outcome, th: Thresholds) -> None:
     """What the verdict stands on beyond the period's news: the papers it rests on (not shown already),
     its strength per side (none where only triage counts), and the conditions curators confirmed."""
     shown = {v.item for v in view.new_evidence} | ({now.strongest_recent} if now.strongest_recent else set())
     view.rests_on = [EvidenceView(m, m in now.for_review) for m in now.movers[:3] if m not in shown]
     view.strength = now.strength if [i for i in now.counted if not _triaged(i, now)] else {}
+    view.capped = capped_sides(now.moving, th) if view.strength else []
     view.conditions = [
         EvidenceView(i) for i in now.counted if i.reviewed and i.label == "RELAXES" and i.evidence
     ]
@@ -285,9 +293,10 @@ def gather_digest(
         now, before = stored[end], stored[eve]
         by_claim = lines_by_claim(s)
         sources = anchor_ids_by_claim(s)
+        th = Thresholds.from_settings(settings.verdicts)
         views = {
             c.id: _claim_view(
-                c, now[c.id], before[c.id], period, by_claim.get(c.id, []), sources.get(c.id, set())
+                c, now[c.id], before[c.id], period, by_claim.get(c.id, []), sources.get(c.id, set()), th
             )
             for c in claims
         }

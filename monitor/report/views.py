@@ -14,7 +14,16 @@ from monitor.report.strongest import StrongestWork
 from monitor.review.rewording import ProposalView
 from monitor.sources.base import arxiv_url
 from monitor.store.pairs import PairTally, Reading
-from monitor.verdicts.rules import MEANINGS, UNTESTED, EvidenceItem, EvidenceSummary
+from monitor.verdicts.rules import (
+    ANCHOR_CONFIDENCE,
+    MEANINGS,
+    UNTESTED,
+    WEAK_SIDE_CAP,
+    EvidenceItem,
+    EvidenceSummary,
+)
+
+SIDE_NAMES = {"SUPPORTS": "supports", "AGAINST": "relaxes or overturns", "OVERTURNS": "overturns"}
 
 # New evidence shown per claim; the rest is one line pointing at `monitor show` (a week of real volume
 # otherwise buries the reader: issue 12).
@@ -93,6 +102,7 @@ class ClaimView:
     line_ids: list[str] = field(default_factory=list)
     home_line: str = ""  # the line under which the claim is shown in full
     strength: dict[str, float] = field(default_factory=dict)  # per side at the period's end (rules.py)
+    capped: list[str] = field(default_factory=list)  # sides held at the cap: no confident finding yet
     more_evidence: int = 0  # new evidence beyond the strongest EVIDENCE_PER_CLAIM, not shown
     dated: bool = False  # a dated claim (what the seeds' research prompts ask about): shown first
     # Confirmed RELAXES: each quote names a condition under which the claim holds (or fails) only.
@@ -113,6 +123,17 @@ class ClaimView:
     @property
     def changed(self) -> bool:
         return self.status != self.previous_status
+
+    def capped_note(self) -> str:
+        """Which sides are held at the cap, said beside the numbers ("" when none): without it, "0.60, a
+        verdict needs 0.80" reads as if one more paper would settle the claim."""
+        if not self.capped:
+            return ""
+        sides = " and ".join(SIDE_NAMES[side] for side in self.capped)
+        return (
+            f"{sides} held at {WEAK_SIDE_CAP:.2f}: no finding stated at {ANCHOR_CONFIDENCE:.2f} or more yet, "
+            "and more unsure papers will not move it"
+        )
 
     def evidence_sentence(self) -> str:
         """Its evidence in one sentence (`EvidenceSummary.sentence`), and what of the period the judge

@@ -541,6 +541,12 @@ def side_strength(items: list[EvidenceItem], labels: tuple[str, ...], th: Thresh
     """Rule 2: the chance that at least one distinct paper with one of `labels` is right; a side with no
     confident finding (`anchors`) stays below `WEAK_SIDE_CAP`: unsure or weak labels alone, however many,
     move no verdict."""
+    raw, anchored = _side(items, labels, th)
+    return raw if anchored else min(raw, WEAK_SIDE_CAP)
+
+
+def _side(items: list[EvidenceItem], labels: tuple[str, ...], th: Thresholds) -> tuple[float, bool]:
+    """A side's strength before the cap, and whether a confident finding (`anchors`) is among it."""
     best: dict[str, float] = {}
     anchored = False
     for item in items:
@@ -550,7 +556,19 @@ def side_strength(items: list[EvidenceItem], labels: tuple[str, ...], th: Thresh
     missed = 1.0
     for weight in best.values():
         missed *= 1.0 - weight
-    return 1.0 - missed if anchored else min(1.0 - missed, WEAK_SIDE_CAP)
+    return 1.0 - missed, anchored
+
+
+def capped_sides(items: list[EvidenceItem], th: Thresholds) -> list[str]:
+    """The sides (`strengths`' keys) held at WEAK_SIDE_CAP: their papers would add up to more, but none
+    is a confident finding. A reader told only "0.60, a verdict needs 0.80" would think one more paper
+    settles it."""
+    capped = []
+    for side, labels in _SIDES.items():
+        raw, anchored = _side(items, labels, th)
+        if not anchored and raw > WEAK_SIDE_CAP:
+            capped.append(side)
+    return capped
 
 
 def anchors(item: EvidenceItem) -> bool:
@@ -559,12 +577,11 @@ def anchors(item: EvidenceItem) -> bool:
     return item.reviewed or (item.confidence >= ANCHOR_CONFIDENCE and item.strength != "weak")
 
 
+_SIDES = {"SUPPORTS": ("SUPPORTS",), "AGAINST": ("RELAXES", "OVERTURNS"), "OVERTURNS": ("OVERTURNS",)}
+
+
 def strengths(items: list[EvidenceItem], th: Thresholds) -> dict[str, float]:
-    return {
-        "SUPPORTS": side_strength(items, ("SUPPORTS",), th),
-        "AGAINST": side_strength(items, ("RELAXES", "OVERTURNS"), th),
-        "OVERTURNS": side_strength(items, ("OVERTURNS",), th),
-    }
+    return {side: side_strength(items, labels, th) for side, labels in _SIDES.items()}
 
 
 def strength(item: EvidenceItem) -> tuple[int, int, float, str]:
