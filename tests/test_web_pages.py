@@ -116,3 +116,24 @@ def test_a_claim_page_shows_its_evidence_a_page_at_a_time_each_under_200_kb(stor
     assert 'href="?page=2#evidence"' in c.get("/claims/c1").text
     assert c.get("/claims/c1?page=99").status_code == 200  # past the end: the last page
     assert c.get("/claims/c1?page=x").status_code == 200  # not a number: the first
+
+
+def test_the_board_marks_a_side_held_at_the_cap(store, db_url) -> None:
+    """Two unsure RELAXES (0.6 each) would add up to 0.84; with no confident finding the side stays at
+    0.60, and the board says so where it prints the number, as the digest does."""
+    settings = board_settings(db_url)
+    w = World(store)
+    w.line("rl", "What breaks in RL?")
+    w.claim("c_held", "RL updates few parameters", ("rl",), date_text="2025")
+    w.claim("c_sure", "Entropy collapses under RL", ("rl",), date_text="2025")
+    labels = (("c_held", 0.6), ("c_held", 0.6), ("c_sure", 0.6), ("c_sure", 0.8))
+    for n, (claim, confidence) in enumerate(labels):
+        w.paper(f"2603.0000{n + 1}", f"Paper {n + 1}", dt.date(2026, 3, 2 + n))
+        w.assess(f"2603.0000{n + 1}", claim, "RELAXES", confidence, evidence="a quoted sentence")
+    compute_verdicts(store, settings, as_of=dt.date(2026, 3, 31))
+    page = _client(store, settings).get("/")
+    assert page.status_code == 200
+    rows = {m[0]: m[1] for m in re.findall(r'<tr data-claim="([^"]+)">(.*?)</tr>', page.text, re.S)}
+    held = 'title="relaxes or overturns held at 0.60: no finding stated at 0.70 or more yet'
+    assert held in rows["c_held"] and "0.60<abbr" in rows["c_held"]
+    assert "held" not in rows["c_sure"] and "PERISHABLE" in rows["c_sure"]  # a finding at 0.8 anchors it

@@ -14,16 +14,7 @@ from monitor.report.strongest import StrongestWork
 from monitor.review.rewording import ProposalView
 from monitor.sources.base import arxiv_url
 from monitor.store.pairs import PairTally, Reading
-from monitor.verdicts.rules import (
-    ANCHOR_CONFIDENCE,
-    MEANINGS,
-    UNTESTED,
-    WEAK_SIDE_CAP,
-    EvidenceItem,
-    EvidenceSummary,
-)
-
-SIDE_NAMES = {"SUPPORTS": "supports", "AGAINST": "relaxes or overturns", "OVERTURNS": "overturns"}
+from monitor.verdicts.rules import MEANINGS, UNTESTED, EvidenceItem, EvidenceSummary, capped_note
 
 # New evidence shown per claim; the rest is one line pointing at `monitor show` (a week of real volume
 # otherwise buries the reader: issue 12).
@@ -127,13 +118,7 @@ class ClaimView:
     def capped_note(self) -> str:
         """Which sides are held at the cap, said beside the numbers ("" when none): without it, "0.60, a
         verdict needs 0.80" reads as if one more paper would settle the claim."""
-        if not self.capped:
-            return ""
-        sides = " and ".join(SIDE_NAMES[side] for side in self.capped)
-        return (
-            f"{sides} held at {WEAK_SIDE_CAP:.2f}: no finding stated at {ANCHOR_CONFIDENCE:.2f} or more yet, "
-            "and more unsure papers will not move it"
-        )
+        return capped_note(self.capped)
 
     def evidence_sentence(self) -> str:
         """Its evidence in one sentence (`EvidenceSummary.sentence`), and what of the period the judge

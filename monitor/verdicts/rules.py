@@ -571,6 +571,20 @@ def capped_sides(items: list[EvidenceItem], th: Thresholds) -> list[str]:
     return capped
 
 
+SIDE_NAMES = {"SUPPORTS": "supports", "AGAINST": "relaxes or overturns", "OVERTURNS": "overturns"}
+
+
+def capped_note(sides: list[str]) -> str:
+    """The words a digest or the board prints beside sides held at the cap (`capped_sides`); "" for none."""
+    if not sides:
+        return ""
+    named = " and ".join(SIDE_NAMES[side] for side in sides)
+    return (
+        f"{named} held at {WEAK_SIDE_CAP:.2f}: no finding stated at {ANCHOR_CONFIDENCE:.2f} or more yet, "
+        "and more unsure papers will not move it"
+    )
+
+
 def anchors(item: EvidenceItem) -> bool:
     """A paper that can carry a side to a verdict: a curator's label, or a judge's stated at
     ANCHOR_CONFIDENCE or more on evidence that is not weak."""

@@ -50,6 +50,8 @@ from monitor.verdicts.rules import (
     WITHHELD,
     EvidenceItem,
     Thresholds,
+    capped_note,
+    capped_sides,
     counting_between,
     evidence_cutoff,
     standing,
@@ -81,6 +83,11 @@ class BoardRow:
     strength: dict[str, float]
     new_this_period: int
     waiting: int
+    capped: list[str] = field(default_factory=list)  # sides held at the cap: no confident finding yet
+
+    def held(self, side: str) -> str:
+        """What the board says of a side held at the cap ("" when it is not)."""
+        return capped_note([side]) if side in self.capped else ""
 
     @property
     def sentence(self) -> str:
@@ -141,14 +148,16 @@ def board(store: Store, settings: Settings, filters: Filters) -> Board:
         found = shown_outcomes(s, verdicts)  # what each row's verdict rests on, as stored
         pairs = pair_tally(s, PairScope(top_k=ran_cut(s, settings)))
     rows = []
+    th = Thresholds.from_settings(settings.verdicts)
     for v in verdicts:
         outcome = found.get(v.claim_id)
         new = len(counting_between(outcome, period.start, period.end)) if period and outcome else 0
         strength = outcome.strength if outcome is not None else {}
+        capped = capped_sides(outcome.moving, th) if outcome is not None else []
         dated = claims[v.claim_id].date_start is not None
-        rows.append(BoardRow(v, dated, strength, new, waiting[v.claim_id]))
+        rows.append(BoardRow(v, dated, strength, new, waiting[v.claim_id], capped))
     kept = [r for r in rows if filters.keeps(r)]
-    scale = strength_scale(Thresholds.from_settings(settings.verdicts))
+    scale = strength_scale(th)
     return Board(kept, len(rows), lines, period, sum(waiting.values()), scale, pairs=pairs)
 
 
