@@ -70,6 +70,7 @@ def main() -> None:
     parser.add_argument("keep", type=Path)
     parser.add_argument("out_prefix")
     parser.add_argument("--parts", type=int, default=2)
+    parser.add_argument("--verdict-parts", type=int, default=1, help="files the verdicts are split into")
     parser.add_argument("--sample", type=int)
     parser.add_argument("--seed", type=int, default=20261128)
     args = parser.parse_args()
@@ -108,10 +109,12 @@ def main() -> None:
                 f"  Printed: {row['printed']}\n"
             )
         shown.append("\n".join(lines))
-    if shown:
-        path = Path(f"{args.out_prefix}_verdicts.md")
-        path.write_text("\n".join(shown), encoding="utf-8")
-        print(f"{path}: {len(shown)} verdict statements")
+    size = -(-len(shown) // args.verdict_parts) if shown else 0
+    for index in range(args.verdict_parts if shown else 0):
+        suffix = f"_{index + 1}" if args.verdict_parts > 1 else ""
+        path = Path(f"{args.out_prefix}_verdicts{suffix}.md")
+        path.write_text("\n".join(shown[index * size : (index + 1) * size]), encoding="utf-8")
+        print(f"{path}: {len(shown[index * size : (index + 1) * size])} verdict statements")
     for index, part in enumerate(parts):
         path = Path(f"{args.out_prefix}_{chr(ord('a') + index)}.md")
         path.write_text("\n".join(part), encoding="utf-8")

@@ -375,8 +375,10 @@ class VerdictSettings(Section):
     # [] publishes every judge's verdicts unreviewed.
     confirm_judges: list[str] = Field(default_factory=lambda: [EMBEDDED])
     # Labels below this confidence are withheld ("too unsure"): listed for review, never stated as a
-    # finding, moving no verdict: a judge that thinks its label as likely wrong as right proves nothing.
-    min_confidence: float = Field(0.5, ge=0.0, le=1.0)
+    # finding, moving no verdict. A label counts when its judge holds it more likely right than wrong:
+    # above 0.5, so 0.55 in the 0.05 steps judges answer in (at 0.50, graders signed 13 of 24 stated
+    # labels on two real weeks; at 0.55 and above, 23 of 28: docs/digest_trust.md).
+    min_confidence: float = Field(0.55, ge=0.0, le=1.0)
     recent_months: int = Field(6, ge=1, le=1200)  # window for "strongest recent contradicting work"
     exclude_anchors: bool = True  # a line's own anchor papers are not new evidence for its claims
 

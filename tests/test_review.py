@@ -172,6 +172,20 @@ def test_export_writes_pairs_monitor_eval_reads(store, tmp_path: Path) -> None:
     assert pairs[0].extra["model_label"] == "SUPPORTS" and pairs[0].extra["note"] == "contradicts"
 
 
+def test_a_label_too_unsure_to_count_is_in_the_queue_with_its_reason(store) -> None:
+    """A grounded label below verdicts.min_confidence counts for nothing and the digest lists its paper
+    as possibly relevant: the queue holds it last, saying why (it raised an IndexError before)."""
+    settings = trusted_settings()
+    w = world(store)
+    w.paper("2603.10001", "Paper 1", dt.date(2026, 3, 10), abstract=ABSTRACT)
+    w.assess("2603.10001", "c1", "RELAXES", 0.5, evidence=QUOTE)
+    w.paper("2603.10002", "Paper 2", dt.date(2026, 3, 10), abstract=ABSTRACT)
+    w.assess("2603.10002", "c1", "SUPPORTS", 0.6, evidence=QUOTE)
+    queue = review_queue(store, settings)
+    assert [(i.arxiv_id, i.label) for i in queue][-1] == ("2603.10001", "RELAXES")
+    assert queue[-1].reason.startswith("too unsure to count (below verdicts.min_confidence)")
+
+
 def test_walk_records_each_key_and_the_digest_marks_confirmed_evidence(store) -> None:
     from rich.console import Console
 
@@ -179,7 +193,7 @@ def test_walk_records_each_key_and_the_digest_marks_confirmed_evidence(store) ->
     w = world(store)
     for n, label in ((1, "OVERTURNS"), (2, "SUPPORTS"), (3, "RELAXES"), (4, "SUPPORTS")):
         w.paper(f"2603.1000{n}", f"Paper {n}", dt.date(2026, 3, 10), abstract=ABSTRACT)
-        w.assess(f"2603.1000{n}", "c1", label, 0.5, evidence=QUOTE)
+        w.assess(f"2603.1000{n}", "c1", label, 0.6, evidence=QUOTE)
     queue = review_queue(store, settings)
     assert [i.label for i in queue][0] == "OVERTURNS"  # too weak to overturn: first
     keys = iter(["x", "y", "u", "n", "d", "q"])  # x is not a key: asked again

@@ -109,7 +109,7 @@ def _world(store) -> World:
     w.claim("c_weak", "RL updates few parameters", ("rl",), date_text="2025")
     w.claim("c_none", "Binary rewards degrade calibration", ("rl",), date_text="2025")
     w.paper("2603.00001", "A weak relaxation", dt.date(2026, 3, 10))
-    w.assess("2603.00001", "c_weak", "RELAXES", 0.5, evidence="only at small scale, we find")
+    w.assess("2603.00001", "c_weak", "RELAXES", 0.6, evidence="only at small scale, we find")
     return w
 
 

@@ -43,6 +43,7 @@ REASONS = (
     "a paper behind the claim's verdict",
     "related, stance unclear",
     "weak evidence: moves nothing on its own",
+    "too unsure to count (below verdicts.min_confidence): possibly relevant, stance unsure",
 )
 
 
