@@ -75,7 +75,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=20261128)
     args = parser.parse_args()
     (digest,) = sorted((args.keep / "reports").glob("digest-*.md"))
-    rows = statements(digest)
+    every = statements(digest)
+    rows = every
     if args.sample:
         rows = random.Random(args.seed).sample(rows, min(args.sample, len(rows)))
     papers = {}
@@ -94,7 +95,6 @@ def main() -> None:
             f"**What the digest prints about this paper and this claim:**\n\n{row['printed']}\n"
         )
     judged = verdicts(digest)
-    every = statements(digest)
     shown: list[str] = []
     for number, verdict in enumerate(judged, start=1):
         text, date = claims[verdict["claim_id"]]

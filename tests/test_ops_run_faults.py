@@ -68,8 +68,12 @@ def test_spent_budget_keeps_the_work_and_the_next_run_finishes(tmp_path, db_url,
     # on a store of its own), whatever the prompts' size: some pairs are judged, not all.
     measure_url = f"sqlite:///{tmp_path / 'measure.db'}"
     measure = make_settings(tmp_path, measure_url, judge=judge_options(llm))
-    measured = run_once(open_store(measure_url), measure, RunOptions(source=str(snapshot), email=False))
-    units = pending_units(open_store(measure_url), make_judge(measure, connect=False), force=True)
+    measure_store = open_store(measure_url)
+    try:
+        measured = run_once(measure_store, measure, RunOptions(source=str(snapshot), email=False))
+        units = pending_units(measure_store, make_judge(measure, connect=False), force=True)
+    finally:
+        measure_store.close()
     estimate_judge_units(units, load_prompts())
     budget = max(u.estimated_tokens for u in units) + measured.counts["judge"]["tokens"] // 2
     store = open_store(db_url)

@@ -26,7 +26,13 @@ from monitor.config import Settings
 from monitor.errors import ConfigError, JudgeError
 from monitor.judge.base import Judge
 from monitor.judge.openai_judge import OpenAIJudge
-from monitor.judge.runner import assessment_writer, count_usage, parked_notes, run_second_looks
+from monitor.judge.runner import (
+    assessment_writer,
+    count_usage,
+    parked_notes,
+    run_second_looks,
+    take_second_looks,
+)
 from monitor.judge.second_look import by_batch, second_look_batches
 from monitor.judge.work import JudgeSummary, estimate_judge_units, pending_units
 from monitor.llm.engine import BatchRun, TokenBudget
@@ -109,13 +115,7 @@ def _batch_second_looks(
             looked = looked.then(second_look_batches(store, settings, run_id, claim_ids, left, submit=False))
     except openai.APIError as exc:
         raise JudgeError(f"Batch API, second looks: {judge.transport.describe(exc)}") from None
-    summary.second_look = looked
-    summary.cost_estimate += looked.cost
-    if looked.failed and not looked.agreed + looked.disagreed:  # as a live second look that answered none
-        summary.judge_unavailable = True
-        summary.unavailable_reason = (
-            f"second look: no answer of {looked.failed} collected was usable ({looked.errors[0][:200]})"
-        )
-    if looked.stopped:
-        summary.budget_exhausted = True
-        summary.warnings.append(f"second look: {looked.stopped}; {looked.pending_left} pair(s) wait for it")
+    if looked.failed and not looked.agreed + looked.disagreed and not looked.stopped:
+        # As a live pass stops on a server that answers none: no answer of the collected batch was usable.
+        looked.stopped = f"no answer of {looked.failed} collected was usable ({looked.errors[0][:200]})"
+    take_second_looks(summary, looked)

@@ -28,6 +28,7 @@ from monitor.config import Settings
 from monitor.judge.base import Judge
 from monitor.judge.prompts import load_prompts
 from monitor.judge.second_look import (
+    SecondLookSummary,
     by_batch,
     expected_second_looks,
     second_look_pending,
@@ -146,6 +147,12 @@ def run_second_looks(
     first reading's would."""
     left = budget.after(summary.tokens)
     looked = second_look_pending(store, settings, run_id, should_stop, claim_ids, budget=left)
+    take_second_looks(summary, looked)
+
+
+def take_second_looks(summary: JudgeSummary, looked: SecondLookSummary) -> None:
+    """A pass of second looks, live or by batch, into the judge's summary: its cost, and why it stopped,
+    read as the first readings' faults are (a spent budget: 7; anything but a stop request: 6)."""
     summary.second_look = looked
     summary.cost_estimate += looked.cost
     if looked.stopped and looked.stopped.startswith("token budget"):

@@ -146,6 +146,12 @@ class SecondLooker:
     def mode(self) -> Mode | None:
         return self.transport.mode
 
+    def remember(self, pending: Sequence[tuple[WorkUnit, FirstReading, int]]) -> list[WorkUnit]:
+        """The units of `pending` (`pending_units`), each with the first reading its question shows."""
+        for unit, first, _ in pending:
+            self.firsts[unit.pairs[0].ref] = first
+        return [unit for unit, _, _ in pending]
+
     def unit_question(self, unit: WorkUnit) -> Question[list[Judgement]]:
         pair = unit.pairs[0]
         return self.question(unit.paper, pair.claim, self.firsts[pair.ref])
@@ -389,9 +395,7 @@ def waiting_second_looks(
     if not pending:
         return SecondLookEstimate(0, 0, 0, 0, 0.0)
     looker = SecondLooker(settings, connect=False)
-    for unit, first, _ in pending:
-        looker.firsts[unit.pairs[0].ref] = first
-    units = [unit for unit, _, _ in pending]
+    units = looker.remember(pending)
     prompt, completion = estimate_second_looks(units, looker)
     system = looker.unit_question(units[0]).messages[0]["content"]
     return SecondLookEstimate.priced(settings, len(units), prompt, completion, system, batch)
@@ -416,9 +420,7 @@ def second_look_pending(
     if pending:
         looker = looker or SecondLooker(settings)
         recorder = ExchangeRecorder(store, run_id)
-        for unit, first, _ in pending:
-            looker.firsts[unit.pairs[0].ref] = first
-        units = [unit for unit, _, _ in pending]
+        units = looker.remember(pending)
         estimate_second_looks(units, looker)
         writer = SecondLookWriter(store, looker, summary, run_id)
         end = run_live(
@@ -437,14 +439,8 @@ def second_look_pending(
             summary.stopped = f"token budget {budget.limit} spent"
         elif end.stopped:
             summary.stopped = "stop requested"
-        summary.take_counts(recorder)
-        summary.cost = second_look_cost(
-            settings, recorder.prompt_tokens, recorder.completion_tokens, recorder.cached_tokens
-        )
-    with store.session() as session:
-        summary.pending_left = count_second_looks_pending(session)
-    summary.seconds = time.monotonic() - began
-    return summary
+        _count(summary, settings, recorder, batch=False)
+    return _ended(store, summary, began)
 
 
 def second_look_batches(
@@ -467,8 +463,7 @@ def second_look_batches(
     writer = SecondLookWriter(store, looker, summary, run_id)
     engine = BatchRun(store, BATCH_STAGE, looker, writer, recorder, summary)
     # A batch may carry any claim's pairs: each waiting first reading is what its answer is checked against.
-    for unit, first, _ in pending_units(store):
-        looker.firsts[unit.pairs[0].ref] = first
+    looker.remember(pending_units(store))
     engine.collect()
     units = engine.not_carried([unit for unit, _, _ in pending_units(store, claim_ids)])
     summary.pending = len(units)
@@ -477,10 +472,20 @@ def second_look_batches(
         left = engine.submit(units, settings.llm.model_copy(update={"token_budget": budget.left}), run_id)
         if left:
             summary.stopped = f"token budget {budget.limit} spent"
+    _count(summary, settings, recorder, batch=True)
+    return _ended(store, summary, began)
+
+
+def _count(summary: SecondLookSummary, settings: Settings, recorder: ExchangeRecorder, batch: bool) -> None:
+    """What a pass's calls spent, priced at live or Batch API rates (`second_look_cost`)."""
     summary.take_counts(recorder)
     summary.cost = second_look_cost(
-        settings, recorder.prompt_tokens, recorder.completion_tokens, recorder.cached_tokens, batch=True
+        settings, recorder.prompt_tokens, recorder.completion_tokens, recorder.cached_tokens, batch
     )
+
+
+def _ended(store: Store, summary: SecondLookSummary, began: float) -> SecondLookSummary:
+    """A pass's summary with what still waits for a second reading, and how long the pass took."""
     with store.session() as session:
         summary.pending_left = count_second_looks_pending(session)
     summary.seconds = time.monotonic() - began
