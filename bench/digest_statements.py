@@ -1,6 +1,7 @@
 """A digest's per-paper statements, laid out for a grader who reads each against its abstract.
 
-    python bench/digest_statements.py KEEP_DIR OUT_PREFIX [--parts 2] [--sample N --seed S]
+    python bench/digest_statements.py KEEP_DIR [KEEP_DIR ...] --out OUT_PREFIX [--parts 2]
+        [--sample N --seed S]
 
 KEEP_DIR is what `bench/llm_path_week.py --keep DIR` leaves: the store (monitor.db), the week's papers
 (week.jsonl) and the digest (reports/digest-*.md). Every "- on `claim`" line the digest prints under a
@@ -8,6 +9,10 @@ paper of the period becomes one numbered statement: the claim's full text, the p
 abstract, and what the digest prints for that pair (label line, quote, rationale), verbatim. Written to
 OUT_PREFIX_a.md, OUT_PREFIX_b.md, ... (`--parts` files, statements dealt in turn), each for one grader
 (training/teacher/issue30/grading/instructions.md); `--sample N` keeps a seeded random N of them.
+Verdicts (a claim's heading and lines, with every paper listed under it) go to OUT_PREFIX_verdicts.md.
+Several KEEP_DIRs (one week under two prompts, say) are graded blind: their statements are pooled, one
+printed alike by several runs is laid out once, the order is shuffled, and OUT_PREFIX_key.jsonl says
+which runs print each numbered statement (bench/statement_grades.py tallies the grades per run).
 Nothing here grades: it only lays out what was printed beside what it rests on.
 """
 
@@ -20,7 +25,7 @@ import re
 import sqlite3
 from pathlib import Path
 
-PAPER = re.compile(r"^\d+\. \[(?P<title>.*)\]\(https://arxiv\.org/abs/(?P<id>[^)v]+)v\d+\)")
+PAPER = re.compile(r"^(?P<number>\d+)\. \[(?P<title>.*)\]\(https://arxiv\.org/abs/(?P<id>[^)v]+)v\d+\)")
 ON = re.compile(r"^\s+- on `(?P<claim>c-[0-9a-f]+)` \(.*?\): (?P<said>.*)$")
 VERDICT = re.compile(r"^### (?P<status>[A-Z]+)\b.*$")
 CLAIM_LINE = re.compile(r"^- `(?P<claim>c-[0-9a-f]+)` · ")
@@ -47,78 +52,153 @@ def verdicts(digest: Path) -> list[dict[str, str]]:
 
 
 def statements(digest: Path) -> list[dict[str, str]]:
-    """(arxiv id, claim id, printed text) for each claim line under a paper, with its quote and rationale."""
+    """(arxiv id, claim id, printed text) for each claim line under a paper, with its quote and rationale,
+    and the paper's number in its section (what a verdict's "paper 2 below" points to)."""
     out: list[dict[str, str]] = []
     paper: str | None = None
+    number = ""
     for line in digest.read_text(encoding="utf-8").splitlines():
         if line.startswith("#"):
             paper = None
         found = PAPER.match(line)
         if found:
-            paper = found["id"]
+            paper, number = found["id"], found["number"]
             continue
         on = ON.match(line)
         if on and paper:
-            out.append({"arxiv_id": paper, "claim_id": on["claim"], "printed": on["said"]})
+            out.append({"arxiv_id": paper, "claim_id": on["claim"], "printed": on["said"], "number": number})
         elif out and paper and line.startswith("     ") and line.strip():
             out[-1]["printed"] += "\n" + line.strip()
     return out
 
 
+def statement_block(number: int, row: dict[str, str], claims: dict, papers: dict) -> str:
+    text, date = claims[row["claim_id"]]
+    paper = papers[row["arxiv_id"]]
+    return (
+        f"## Statement {number}\n\n**Claim** `{row['claim_id']}` (made {date or 'undated'}): {text}\n\n"
+        f"**Paper** arXiv:{row['arxiv_id']} — {paper['title']}\n\nAbstract: {paper['abstract']}\n\n"
+        f"**What the digest prints about this paper and this claim:**\n\n{row['printed']}\n"
+    )
+
+
+def verdict_block(
+    number: int, verdict: dict[str, str], every: list[dict[str, str]], claims: dict, papers: dict
+) -> str:
+    text, date = claims[verdict["claim_id"]]
+    lines = [
+        f"## Statement V{number}\n\n**Claim** `{verdict['claim_id']}` (made {date or 'undated'}): {text}\n"
+    ]
+    lines.append(f"**What the digest prints for this claim:**\n\n{verdict['printed']}\n")
+    lines.append(
+        "**The papers the digest lists for it (numbered as in its section), and what it prints for each:**\n"
+    )
+    for row in (r for r in every if r["claim_id"] == verdict["claim_id"]):
+        paper = papers[row["arxiv_id"]]
+        lines.append(
+            f"- paper {row['number']}: arXiv:{row['arxiv_id']} — {paper['title']}\n\n"
+            f"  Abstract: {paper['abstract']}\n\n"
+            f"  Printed: {row['printed']}\n"
+        )
+    return "\n".join(lines)
+
+
+def pooled(keeps: list[Path]) -> tuple[list[tuple[str, list[int]]], list[tuple[str, list[int]]], dict, dict]:
+    """Each run's per-paper statements and verdicts, a statement printed alike by several runs kept once
+    with the runs (indices into `keeps`) that print it: (text, runs) for statements, then verdicts."""
+    papers: dict[str, dict] = {}
+    claims: dict[str, tuple[str, str]] = {}
+    said: dict[tuple[str, str, str], list[int]] = {}
+    judged: dict[str, list[int]] = {}
+    blocks: dict[str, tuple[dict[str, str], list[dict[str, str]]]] = {}
+    for run, keep in enumerate(keeps):
+        for line in (keep / "week.jsonl").read_text(encoding="utf-8").splitlines():
+            record = json.loads(line)
+            papers[record["arxiv_id"]] = record
+        db = sqlite3.connect(keep / "monitor.db")
+        claims |= {
+            cid: (text, date) for cid, text, date in db.execute("SELECT id, text, date_text FROM claims")
+        }
+        db.close()
+        (digest,) = sorted((keep / "reports").glob("digest-*.md"))
+        every = statements(digest)
+        for row in every:
+            said.setdefault((row["arxiv_id"], row["claim_id"], row["printed"]), []).append(run)
+        for verdict in verdicts(digest):
+            shown = verdict_block(0, verdict, every, claims, papers)
+            judged.setdefault(shown, []).append(run)
+            blocks[shown] = (verdict, every)
+    rows = [({"arxiv_id": a, "claim_id": c, "printed": p}, runs) for (a, c, p), runs in said.items()]
+    return (
+        [(json.dumps(row), runs) for row, runs in rows],
+        [(json.dumps([blocks[shown][0], blocks[shown][1]]), runs) for shown, runs in judged.items()],
+        claims,
+        papers,
+    )
+
+
+def deal(
+    number: int, pair: tuple[str, str], parts: list[list[str]], seen: list[set], pooled_runs: bool
+) -> int:
+    """The part (grader) statement `number` goes to: in turn for one run; for several, the emptiest part
+    that holds no other printing of the same pair, so no grader reads two runs' versions side by side
+    (graders marked such a pair down as the digest contradicting itself)."""
+    if not pooled_runs:
+        return (number - 1) % len(parts)
+    free = [i for i in range(len(parts)) if pair not in seen[i]] or list(range(len(parts)))
+    part = min(free, key=lambda i: (len(parts[i]), i))
+    seen[part].add(pair)
+    return part
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("keep", type=Path)
-    parser.add_argument("out_prefix")
+    parser.add_argument("keep", type=Path, nargs="+", help="one kept run, or several to grade blind")
+    parser.add_argument("--out", required=True, help="OUT_PREFIX of the files written")
     parser.add_argument("--parts", type=int, default=2)
     parser.add_argument("--verdict-parts", type=int, default=1, help="files the verdicts are split into")
     parser.add_argument("--sample", type=int)
     parser.add_argument("--seed", type=int, default=20261128)
     args = parser.parse_args()
-    (digest,) = sorted((args.keep / "reports").glob("digest-*.md"))
-    every = statements(digest)
-    rows = every
+    said, judged, claims, papers = pooled(args.keep)
+    if len(args.keep) > 1:
+        # Several runs (say, two prompts on one week): pooled and shuffled so no grader can tell which
+        # run printed what; the key says which runs print each statement.
+        random.Random(args.seed).shuffle(said)
+        random.Random(args.seed).shuffle(judged)
     if args.sample:
-        rows = random.Random(args.seed).sample(rows, min(args.sample, len(rows)))
-    papers = {}
-    for line in (args.keep / "week.jsonl").read_text(encoding="utf-8").splitlines():
-        record = json.loads(line)
-        papers[record["arxiv_id"]] = record
-    db = sqlite3.connect(args.keep / "monitor.db")
-    claims = {cid: (text, date) for cid, text, date in db.execute("SELECT id, text, date_text FROM claims")}
+        said = random.Random(args.seed).sample(said, min(args.sample, len(said)))
     parts: list[list[str]] = [[] for _ in range(args.parts)]
-    for number, row in enumerate(rows, start=1):
-        text, date = claims[row["claim_id"]]
-        paper = papers[row["arxiv_id"]]
-        parts[(number - 1) % args.parts].append(
-            f"## Statement {number}\n\n**Claim** `{row['claim_id']}` (made {date or 'undated'}): {text}\n\n"
-            f"**Paper** arXiv:{row['arxiv_id']} — {paper['title']}\n\nAbstract: {paper['abstract']}\n\n"
-            f"**What the digest prints about this paper and this claim:**\n\n{row['printed']}\n"
-        )
-    judged = verdicts(digest)
-    shown: list[str] = []
-    for number, verdict in enumerate(judged, start=1):
-        text, date = claims[verdict["claim_id"]]
-        made = date or "undated"
-        lines = [f"## Statement V{number}\n\n**Claim** `{verdict['claim_id']}` (made {made}): {text}\n"]
-        lines.append(f"**What the digest prints for this claim:**\n\n{verdict['printed']}\n")
-        lines.append("**The papers the digest lists for it, and what it prints for each:**\n")
-        for row in (r for r in every if r["claim_id"] == verdict["claim_id"]):
-            paper = papers[row["arxiv_id"]]
-            lines.append(
-                f"- arXiv:{row['arxiv_id']} — {paper['title']}\n\n  Abstract: {paper['abstract']}\n\n"
-                f"  Printed: {row['printed']}\n"
-            )
-        shown.append("\n".join(lines))
-    size = -(-len(shown) // args.verdict_parts) if shown else 0
-    for index in range(args.verdict_parts if shown else 0):
+    seen: list[set[tuple[str, str]]] = [set() for _ in range(args.parts)]
+    key: list[dict[str, object]] = []
+    for number, (text, runs) in enumerate(said, start=1):
+        row = json.loads(text)
+        pair = (row["arxiv_id"], row["claim_id"])
+        part = deal(number, pair, parts, seen, pooled_runs=len(args.keep) > 1)
+        parts[part].append(statement_block(number, row, claims, papers))
+        key.append({"statement": number, "runs": [str(args.keep[r]) for r in runs]})
+    shown: list[list[str]] = [[] for _ in range(args.verdict_parts)]
+    claimed: list[set[tuple[str, str]]] = [set() for _ in range(args.verdict_parts)]
+    size = -(-len(judged) // args.verdict_parts) if judged else 0
+    for number, (text, runs) in enumerate(judged, start=1):
+        verdict, every = json.loads(text)
+        block = verdict_block(number, verdict, every, claims, papers)
+        if len(args.keep) > 1:
+            part = deal(number, (verdict["claim_id"], ""), shown, claimed, pooled_runs=True)
+        else:
+            part = (number - 1) // size
+        shown[part].append(block)
+        key.append({"statement": f"V{number}", "runs": [str(args.keep[r]) for r in runs]})
+    for index, blocks in enumerate(shown if judged else []):
         suffix = f"_{index + 1}" if args.verdict_parts > 1 else ""
-        path = Path(f"{args.out_prefix}_verdicts{suffix}.md")
-        path.write_text("\n".join(shown[index * size : (index + 1) * size]), encoding="utf-8")
-        print(f"{path}: {len(shown[index * size : (index + 1) * size])} verdict statements")
+        path = Path(f"{args.out}_verdicts{suffix}.md")
+        path.write_text("\n".join(blocks), encoding="utf-8")
+        print(f"{path}: {len(blocks)} verdict statements")
     for index, part in enumerate(parts):
-        path = Path(f"{args.out_prefix}_{chr(ord('a') + index)}.md")
+        path = Path(f"{args.out}_{chr(ord('a') + index)}.md")
         path.write_text("\n".join(part), encoding="utf-8")
         print(f"{path}: {len(part)} statements")
+    Path(f"{args.out}_key.jsonl").write_text("".join(json.dumps(k) + "\n" for k in key), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """A real week of the shipped sample through the LLM path, the teacher answering: screen, judge, second look.
 
     python bench/llm_path_week.py --week 2026-W20 [--answers FILE ...] [--record OUT] [--keep DIR]
+        [--prompts DIR]
 
 The week's papers (held-out ones left out) are fetched from a snapshot into a fresh SQLite store with
 the seeds' 35 claims, and `monitor judge` then `monitor report --period WEEK` run as a user runs them,
@@ -108,7 +109,12 @@ def price(usage: dict[str, dict[str, int]]) -> float:
 
 
 def run_week(
-    week: str, answers: list[Path], record: Path, folder: Path, sample: int | None = None
+    week: str,
+    answers: list[Path],
+    record: Path,
+    folder: Path,
+    sample: int | None = None,
+    prompts: Path | None = None,
 ) -> dict[str, Any]:
     papers = week_snapshot(week, folder / "week.jsonl", sample)
     with relay(answers, record) as env:
@@ -119,6 +125,8 @@ def run_week(
             MONITOR_REPORT__RESEARCH_QUESTIONS="false",
             COLUMNS="200",
         )
+        if prompts is not None:
+            env["MONITOR_JUDGE__PROMPTS_DIR"] = str(prompts.resolve())
         steps = [
             ("import", ("seeds", "import")),
             ("fetch", ("fetch", "--source", str(folder / "week.jsonl"))),
@@ -146,12 +154,13 @@ def main() -> None:
     parser.add_argument("--record", type=Path, help="where requests without an answer are recorded")
     parser.add_argument("--keep", type=Path, help="keep the store, digest and snapshot in this folder")
     parser.add_argument("--sample", type=int, help="a seeded random sample of the week's papers")
+    parser.add_argument("--prompts", type=Path, help="the prompts the answers fit (default: shipped)")
     args = parser.parse_args()
     answers = args.answers if args.answers is not None else sorted(ANSWERS.glob("*.jsonl"))
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         record = args.record or folder / "recorded.jsonl"
-        outcome = run_week(args.week, answers, record, folder, args.sample)
+        outcome = run_week(args.week, answers, record, folder, args.sample, args.prompts)
         if args.keep:
             if args.keep.exists():
                 shutil.rmtree(args.keep)

@@ -104,6 +104,11 @@ def main() -> None:
         "withheld_for_a_curator": len(withheld),
         "withheld_gold": dict(Counter(r["gold"] for r in withheld)),
         "second_looks": dict(Counter(r["second_look"] for r in rows if r["second_look"])),
+        "misread": [
+            f"line {number}: gold {r['gold']}, read {r['predicted']}"
+            for number, r in enumerate(rows, start=1)
+            if r["predicted"] != r["gold"]
+        ],
         "errors": sum(1 for r in rows if r.get("error")),
         "ungrounded": sum(1 for r in rows if not r["grounded"] and not r.get("error")),
         "to_answer": to_answer,

@@ -131,6 +131,17 @@ def measure(name: str, answers: list[Path], record: Path) -> dict[str, Any]:
     missing_claim = sum(1 for _, c in positives if c == "?")
     kept = {pair for pair, st in states.items() if st == "kept"}
     found = positives & kept
+    # The teacher set's labels carry the teacher's own confidence: recall on the pairs it was sure of
+    # and on those it labelled at a coin toss or below tells a screen miss from a doubtful label.
+    bands: dict[str, list[int]] = {}
+    for r in rows:
+        pair = (r["arxiv_id"], ids.get(r["claim"], "?"))
+        if pair in positives and r.get("teacher_confidence") is not None:
+            band = bands.setdefault(
+                "teacher >= 0.5" if r["teacher_confidence"] >= 0.5 else "teacher < 0.5", [0, 0]
+            )
+            band[0] += pair in kept
+            band[1] += 1
     answered = sum(1 for st in states.values() if st in ("kept", "dropped"))
     return {
         "set": name,
@@ -142,6 +153,7 @@ def measure(name: str, answers: list[Path], record: Path) -> dict[str, Any]:
         "positives_unmatched_claim": missing_claim,
         "recall": round(len(found) / len(positives), 4) if positives else None,
         "found": len(found),
+        "recall_by_teacher_confidence": {b: f"{k}/{n}" for b, (k, n) in sorted(bands.items())} or None,
         "missed": sorted(positives - kept),
         "kept": len(kept),
         "kept_share": round(len(kept) / answered, 4) if answered else None,
