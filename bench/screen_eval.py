@@ -12,9 +12,11 @@ Each set is a claim library and papers whose bearing on some of its claims is la
 A fresh SQLite store gets the library and the papers; the relevance stage writes every (paper, claim)
 pair pending and the screen asks `llm_relay.py mixed` (bench/relay.py), which answers from `--answers`
 and records any request it lacks into `--record` (then answered by the teacher, who never sees a label:
-training/teacher_tool.py). Printed: the screen's recall of the labelled bearing pairs, the share of all
-pairs it keeps, and its calls and tokens (the cached part as the relay reports it), priced at
-gpt-4o-mini's rates. Held-out papers (../shared/eval/heldout_papers.txt) are never used.
+training/teacher_tool.py). Printed: the screen's recall of the labelled bearing pairs (on the teacher
+set, also by the teacher's own confidence), the share of all pairs it keeps, what sending each kept
+paper to its claim's nearest claims as well would recover and cost, and its calls and tokens (the cached
+part as the relay reports it), priced at gpt-4o-mini's rates. Held-out papers
+(../shared/eval/heldout_papers.txt) are never used.
 """
 
 from __future__ import annotations
@@ -97,6 +99,31 @@ def snapshot(rows: list[dict[str, Any]], folder: Path) -> Path:
     return path
 
 
+def nearest_claims(
+    kept: set[tuple[str, str]], missed: set[tuple[str, str]], texts: dict[str, str]
+) -> dict[str, str]:
+    """What sending each kept pair's paper also to its claim's k nearest claims (MiniLM cosine of the
+    claim texts) would recover of the missed pairs, and the judged pairs it would add."""
+    import numpy as np
+
+    from monitor.embeddings import get_embedder
+
+    ids = sorted(texts)
+    vectors = get_embedder().embed([texts[c] for c in ids])
+    order = np.argsort(-(vectors @ vectors.T), axis=1)
+    by_paper: dict[str, set[str]] = {}
+    for paper, claim in kept:
+        by_paper.setdefault(paper, set()).add(claim)
+    out: dict[str, str] = {}
+    for k in (1, 2, 3, 5):
+        near = {c: [ids[j] for j in order[i] if ids[j] != c][:k] for i, c in enumerate(ids)}
+        added = {(p, n) for p, claims in by_paper.items() for c in claims for n in near[c]} - kept
+        out[f"k={k}"] = (
+            f"recovers {len(added & missed)} of {len(missed)}, adds {len(added)} pairs to {len(kept)}"
+        )
+    return out
+
+
 def measure(name: str, answers: list[Path], record: Path) -> dict[str, Any]:
     rows, other = labelled(name)
     with tempfile.TemporaryDirectory() as tmp, relay(answers, record) as env:
@@ -155,6 +182,12 @@ def measure(name: str, answers: list[Path], record: Path) -> dict[str, Any]:
         "found": len(found),
         "recall_by_teacher_confidence": {b: f"{k}/{n}" for b, (k, n) in sorted(bands.items())} or None,
         "missed": sorted(positives - kept),
+        # A missed pair whose paper the screen kept for another claim reaches the judge, only not
+        # against this claim.
+        "missed_papers_kept_for_another_claim": sum(
+            1 for a, _ in positives - kept if any(a == k for k, _ in kept)
+        ),
+        "nearest_claims_added": nearest_claims(kept, positives - kept, {c: t for t, c in ids.items()}),
         "kept": len(kept),
         "kept_share": round(len(kept) / answered, 4) if answered else None,
         "calls": screened.calls,

@@ -8,6 +8,7 @@ The usual `OPENAI_API_KEY` / `OPENAI_BASE_URL` are honoured for the `[llm]` serv
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import json
 import logging
 import os
@@ -29,7 +30,13 @@ from pydantic import (
     model_validator,
 )
 from pydantic_core import PydanticCustomError
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
+from pydantic_settings import (
+    BaseSettings,
+    InitSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    SettingsError,
+)
 
 from monitor.errors import ConfigError
 from monitor.judge_names import EMBEDDED, legacy_judge_name
@@ -499,6 +506,11 @@ class WebSettings(Section):
     trusted_proxies: list[str] = Field(default_factory=lambda: ["127.0.0.1", "::1"])
 
 
+# The parsed config file while load_settings builds a Settings: a source below the environment, so that
+# keyword arguments stay what they are everywhere else, the caller's last word.
+_FILE_VALUES: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("file", default=None)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", validate_default=True
@@ -525,8 +537,10 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # init kwargs carry the parsed TOML file (see load_settings), so env overrides it.
-        return (env_settings, init_settings)
+        # Settings given in code win, then MONITOR_* variables, then the config file load_settings read
+        # (which an environment variable overrides, as the README promises), then the defaults.
+        file_settings = InitSettingsSource(settings_cls, init_kwargs=_FILE_VALUES.get() or {})
+        return (init_settings, env_settings, file_settings)
 
     @model_validator(mode="before")
     @classmethod
@@ -672,8 +686,9 @@ def load_settings(explicit: str | Path | None = None, *, file: bool = True) -> S
     old = _moved_keys(data, path)
     data = _standard_env(data)
     check_environment(_webhook_url_variables(data))
+    loading = _FILE_VALUES.set(data)
     try:
-        settings = Settings(**data)
+        settings = Settings()
     except SettingsError as exc:
         # A list or table value that is not JSON; pydantic-settings names only the section.
         section = exc.args[0].split('"')[1] if exc.args and '"' in str(exc.args[0]) else ""
@@ -686,6 +701,8 @@ def load_settings(explicit: str | Path | None = None, *, file: bool = True) -> S
         where = str(path) if path else "environment"
         problems = "; ".join(_problem(err, old) for err in exc.errors())
         raise ConfigError(f"{where}: invalid configuration: {problems}") from None
+    finally:
+        _FILE_VALUES.reset(loading)
     # After loading, so that a configuration error stays the one line the user reads.
     for where, new in old.values():
         log.warning("%s is now %s (the old name still loads)", where, new)

@@ -57,6 +57,23 @@ def test_known_variables_still_apply(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     assert settings.email.port == 2525
 
 
+def test_settings_given_in_code_win_then_the_environment_then_the_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A library caller's keyword argument is the last word (it lost to MONITOR_* variables before);
+    a MONITOR_* variable still overrides the config file, key by key within a section."""
+    config = tmp_path / "monitor.toml"
+    config.write_text('[llm]\nmodel = "from-file"\ntimeout_seconds = 50\n\n[email]\nport = 2500\n')
+    monkeypatch.setenv("MONITOR_LLM__MODEL", "from-env")
+    monkeypatch.setenv("MONITOR_EMAIL__PORT", "2600")
+    loaded = load_settings(config)
+    assert (loaded.llm.model, loaded.llm.timeout_seconds, loaded.email.port) == ("from-env", 50, 2600)
+    given = Settings(llm={"model": "from-code"}, email={"port": 2700})
+    assert (given.llm.model, given.email.port) == ("from-code", 2700)
+    assert Settings().llm.model == "from-env"  # what the code leaves alone still comes from the environment
+    assert load_settings(config).llm.model == "from-env"  # and the file's values stay with that load
+
+
 def test_a_bad_environment_value_names_its_variable_not_the_config_file(tmp_path: Path) -> None:
     config = tmp_path / "monitor.toml"
     config.write_text('[judge]\nmodel = "m"\n')
