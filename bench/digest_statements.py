@@ -103,14 +103,17 @@ def verdict_block(
     return "\n".join(lines)
 
 
-def pooled(keeps: list[Path]) -> tuple[list[tuple[str, list[int]]], list[tuple[str, list[int]]], dict, dict]:
-    """Each run's per-paper statements and verdicts, a statement printed alike by several runs kept once
-    with the runs (indices into `keeps`) that print it: (text, runs) for statements, then verdicts."""
+Statement = tuple[dict[str, str], list[int]]  # what is printed, and the runs (indices) that print it
+Verdict = tuple[dict[str, str], list[dict[str, str]], list[int]]  # heading, its claim's papers, runs
+
+
+def pooled(keeps: list[Path]) -> tuple[list[Statement], list[Verdict], dict, dict]:
+    """Each run's per-paper statements and verdicts, one printed alike by several runs kept once with
+    the runs that print it; then the claims and the papers, for laying them out."""
     papers: dict[str, dict] = {}
     claims: dict[str, tuple[str, str]] = {}
-    said: dict[tuple[str, str, str], list[int]] = {}
-    judged: dict[str, list[int]] = {}
-    blocks: dict[str, tuple[dict[str, str], list[dict[str, str]]]] = {}
+    said: dict[tuple[str, str, str], Statement] = {}
+    judged: dict[str, Verdict] = {}
     for run, keep in enumerate(keeps):
         for line in (keep / "week.jsonl").read_text(encoding="utf-8").splitlines():
             record = json.loads(line)
@@ -123,22 +126,19 @@ def pooled(keeps: list[Path]) -> tuple[list[tuple[str, list[int]]], list[tuple[s
         (digest,) = sorted((keep / "reports").glob("digest-*.md"))
         every = statements(digest)
         for row in every:
-            said.setdefault((row["arxiv_id"], row["claim_id"], row["printed"]), []).append(run)
+            said.setdefault((row["arxiv_id"], row["claim_id"], row["printed"]), (row, []))[1].append(run)
         for verdict in verdicts(digest):
-            shown = verdict_block(0, verdict, every, claims, papers)
-            judged.setdefault(shown, []).append(run)
-            blocks[shown] = (verdict, every)
-    rows = [({"arxiv_id": a, "claim_id": c, "printed": p}, runs) for (a, c, p), runs in said.items()]
-    return (
-        [(json.dumps(row), runs) for row, runs in rows],
-        [(json.dumps([blocks[shown][0], blocks[shown][1]]), runs) for shown, runs in judged.items()],
-        claims,
-        papers,
-    )
+            alike = verdict_block(0, verdict, every, claims, papers)  # the same heading over the same papers
+            judged.setdefault(alike, (verdict, every, []))[2].append(run)
+    return list(said.values()), list(judged.values()), claims, papers
 
 
 def deal(
-    number: int, pair: tuple[str, str], parts: list[list[str]], seen: list[set], pooled_runs: bool
+    number: int,
+    pair: tuple[str, str],
+    parts: list[list[str]],
+    seen: list[set[tuple[str, str]]],
+    pooled_runs: bool,
 ) -> int:
     """The part (grader) statement `number` goes to: in turn for one run; for several, the emptiest part
     that holds no other printing of the same pair, so no grader reads two runs' versions side by side
@@ -171,23 +171,19 @@ def main() -> None:
     parts: list[list[str]] = [[] for _ in range(args.parts)]
     seen: list[set[tuple[str, str]]] = [set() for _ in range(args.parts)]
     key: list[dict[str, object]] = []
-    for number, (text, runs) in enumerate(said, start=1):
-        row = json.loads(text)
-        pair = (row["arxiv_id"], row["claim_id"])
-        part = deal(number, pair, parts, seen, pooled_runs=len(args.keep) > 1)
+    for number, (row, runs) in enumerate(said, start=1):
+        part = deal(number, (row["arxiv_id"], row["claim_id"]), parts, seen, pooled_runs=len(args.keep) > 1)
         parts[part].append(statement_block(number, row, claims, papers))
         key.append({"statement": number, "runs": [str(args.keep[r]) for r in runs]})
     shown: list[list[str]] = [[] for _ in range(args.verdict_parts)]
     claimed: list[set[tuple[str, str]]] = [set() for _ in range(args.verdict_parts)]
     size = -(-len(judged) // args.verdict_parts) if judged else 0
-    for number, (text, runs) in enumerate(judged, start=1):
-        verdict, every = json.loads(text)
-        block = verdict_block(number, verdict, every, claims, papers)
+    for number, (verdict, every, runs) in enumerate(judged, start=1):
         if len(args.keep) > 1:
-            part = deal(number, (verdict["claim_id"], ""), shown, claimed, pooled_runs=True)
+            part = deal(number, (verdict["claim_id"], "verdict"), shown, claimed, pooled_runs=True)
         else:
             part = (number - 1) // size
-        shown[part].append(block)
+        shown[part].append(verdict_block(number, verdict, every, claims, papers))
         key.append({"statement": f"V{number}", "runs": [str(args.keep[r]) for r in runs]})
     for index, blocks in enumerate(shown if judged else []):
         suffix = f"_{index + 1}" if args.verdict_parts > 1 else ""
