@@ -133,18 +133,10 @@ def pooled(keeps: list[Path]) -> tuple[list[Statement], list[Verdict], dict, dic
     return list(said.values()), list(judged.values()), claims, papers
 
 
-def deal(
-    number: int,
-    pair: tuple[str, str],
-    parts: list[list[str]],
-    seen: list[set[tuple[str, str]]],
-    pooled_runs: bool,
-) -> int:
-    """The part (grader) statement `number` goes to: in turn for one run; for several, the emptiest part
-    that holds no other printing of the same pair, so no grader reads two runs' versions side by side
-    (graders marked such a pair down as the digest contradicting itself)."""
-    if not pooled_runs:
-        return (number - 1) % len(parts)
+def deal(pair: tuple[str, str], parts: list[list[str]], seen: list[set[tuple[str, str]]]) -> int:
+    """The part (grader) a pooled statement goes to: the emptiest that holds no other printing of the
+    same pair, so no grader reads two runs' versions side by side (graders marked such a pair down as
+    the digest contradicting itself)."""
     free = [i for i in range(len(parts)) if pair not in seen[i]] or list(range(len(parts)))
     part = min(free, key=lambda i: (len(parts[i]), i))
     seen[part].add(pair)
@@ -161,7 +153,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=20261128)
     args = parser.parse_args()
     said, judged, claims, papers = pooled(args.keep)
-    if len(args.keep) > 1:
+    blind = len(args.keep) > 1
+    if blind:
         # Several runs (say, two prompts on one week): pooled and shuffled so no grader can tell which
         # run printed what; the key says which runs print each statement.
         random.Random(args.seed).shuffle(said)
@@ -172,17 +165,16 @@ def main() -> None:
     seen: list[set[tuple[str, str]]] = [set() for _ in range(args.parts)]
     key: list[dict[str, object]] = []
     for number, (row, runs) in enumerate(said, start=1):
-        part = deal(number, (row["arxiv_id"], row["claim_id"]), parts, seen, pooled_runs=len(args.keep) > 1)
+        pair = (row["arxiv_id"], row["claim_id"])
+        part = deal(pair, parts, seen) if blind else (number - 1) % args.parts  # one run: dealt in turn
         parts[part].append(statement_block(number, row, claims, papers))
         key.append({"statement": number, "runs": [str(args.keep[r]) for r in runs]})
     shown: list[list[str]] = [[] for _ in range(args.verdict_parts)]
     claimed: list[set[tuple[str, str]]] = [set() for _ in range(args.verdict_parts)]
     size = -(-len(judged) // args.verdict_parts) if judged else 0
     for number, (verdict, every, runs) in enumerate(judged, start=1):
-        if len(args.keep) > 1:
-            part = deal(number, (verdict["claim_id"], "verdict"), shown, claimed, pooled_runs=True)
-        else:
-            part = (number - 1) // size
+        # One run: split in order, as the files graded before pooling existed were.
+        part = deal((verdict["claim_id"], "verdict"), shown, claimed) if blind else (number - 1) // size
         shown[part].append(verdict_block(number, verdict, every, claims, papers))
         key.append({"statement": f"V{number}", "runs": [str(args.keep[r]) for r in runs]})
     for index, blocks in enumerate(shown if judged else []):

@@ -157,7 +157,8 @@ def measure(name: str, answers: list[Path], record: Path) -> dict[str, Any]:
     }
     missing_claim = sum(1 for _, c in positives if c == "?")
     kept = {pair for pair, st in states.items() if st == "kept"}
-    found = positives & kept
+    found, missed = positives & kept, positives - kept
+    kept_papers = {paper for paper, _ in kept}
     # The teacher set's labels carry the teacher's own confidence: recall on the pairs it was sure of
     # and on those it labelled at a coin toss or below tells a screen miss from a doubtful label.
     bands: dict[str, list[int]] = {}
@@ -181,13 +182,11 @@ def measure(name: str, answers: list[Path], record: Path) -> dict[str, Any]:
         "recall": round(len(found) / len(positives), 4) if positives else None,
         "found": len(found),
         "recall_by_teacher_confidence": {b: f"{k}/{n}" for b, (k, n) in sorted(bands.items())} or None,
-        "missed": sorted(positives - kept),
+        "missed": sorted(missed),
         # A missed pair whose paper the screen kept for another claim reaches the judge, only not
         # against this claim.
-        "missed_papers_kept_for_another_claim": sum(
-            1 for a, _ in positives - kept if any(a == k for k, _ in kept)
-        ),
-        "nearest_claims_added": nearest_claims(kept, positives - kept, {c: t for t, c in ids.items()}),
+        "missed_papers_kept_for_another_claim": sum(1 for paper, _ in missed if paper in kept_papers),
+        "nearest_claims_added": nearest_claims(kept, missed, {c: t for t, c in ids.items()}),
         "kept": len(kept),
         "kept_share": round(len(kept) / answered, 4) if answered else None,
         "calls": screened.calls,

@@ -176,7 +176,7 @@ def test_the_unsure_papers_listed_under_a_claim_are_the_periods_and_say_so(store
     w.assess("2602.00001", "c1", "SUPPORTS", floor - 0.1, evidence="sparse, maybe")
     w.paper("2603.00001", "This week's unsure paper", dt.date(2026, 3, 10))
     w.assess("2603.00001", "c1", "RELAXES", floor - 0.1, evidence="dense, maybe")
-    digest, text = _md(store, settings)
+    _, text = _md(store, settings)
     section = text[text.index("RL updates only a few parameters") :]
     assert "2 papers withheld (2 too unsure)" in section
     listed = "- Possibly relevant this period, stance unsure, not counted (for review): paper 1 below"
