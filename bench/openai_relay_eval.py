@@ -9,7 +9,9 @@ starts `llm_relay.py mixed` (bench/relay.py), which records any request it has n
 `--record` (for a next round), and runs `monitor eval --judge openai --json` against it: requests,
 parsing, the corrective turn, grounding and the second look are the project's own. Prints the scores
 after the second look (a pair whose two readings disagree is withheld, as the pipeline sends it to a
-curator) and of the first reading alone, each label's precision and recall, and the withheld share.
+curator) and of the first reading alone, each label's precision and recall, the withheld share, and the
+digest's operating point (`stated_at_min_confidence`: the labels stated at `verdicts.min_confidence`
+that both readings agree on, how many are right, how many of gold's they find).
 
 Answers fit the prompts they were given under: `--prompts training/teacher/prompts` for the answers in
 training/teacher/dev_answers/ (prompt 76986db88a0e), with `--second-look none` as then. `--lines` (a
@@ -31,6 +33,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from relay import REPO, first_turns, kind_of, read_jsonl, relay  # noqa: E402
 
+from monitor.config import Settings  # noqa: E402
 from monitor.judge.evaluate import score  # noqa: E402
 
 BEARING = ("SUPPORTS", "RELAXES", "OVERTURNS")
@@ -49,6 +52,20 @@ def stated(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "stated": len(said),
             "support": support,
         }
+    return out
+
+
+def stated_at(rows: list[dict[str, Any]], floor: float) -> dict[str, Any]:
+    """The digest's operating point: per bearing label, the labels it states (both readings agree, at
+    `floor` or more: `verdicts.min_confidence`), how many are right, and how many of gold's it finds."""
+    out: dict[str, Any] = {"min_confidence": floor}
+    for label in BEARING:
+        said = [
+            r for r in rows if r["predicted"] == label and not r["abstained"] and r["confidence"] >= floor
+        ]
+        right = sum(1 for r in said if r["gold"] == label)
+        support = sum(1 for r in rows if r["gold"] == label)
+        out[label] = f"{right} of {len(said)} right, {right} of {support} found"
     return out
 
 
@@ -101,6 +118,7 @@ def main() -> None:
         "after_second_look": scores(rows, "predicted"),
         "first_reading": scores(rows, "first_label"),
         "stated_after_second_look": stated(rows),
+        "stated_at_min_confidence": stated_at(rows, Settings().verdicts.min_confidence),
         "withheld_for_a_curator": len(withheld),
         "withheld_gold": dict(Counter(r["gold"] for r in withheld)),
         "second_looks": dict(Counter(r["second_look"] for r in rows if r["second_look"])),
