@@ -1,7 +1,7 @@
 """A real week of the shipped sample through the LLM path, the teacher answering: screen, judge, second look.
 
     python bench/llm_path_week.py --week 2026-W20 [--answers FILE ...] [--record OUT] [--keep DIR]
-        [--prompts DIR]
+        [--prompts DIR] [--set MONITOR_NAME=VALUE ...]
 
 The week's papers (held-out ones left out) are fetched from a snapshot into a fresh SQLite store with
 the seeds' 35 claims, and `monitor judge` then `monitor report --period WEEK` run as a user runs them,
@@ -11,7 +11,9 @@ round's new requests are answered by the teacher (training/teacher_tool.py), the
 again, until nothing new is recorded (the screen's answers decide what is judged, the judge's what
 gets a second look). Printed: per stage, calls, tokens (the cached part as the relay reports it) and
 what gpt-4o-mini would charge; the screen's kept share; the judge's labels; the digest's path. With
-`--keep DIR` the store, the digest and the week's snapshot stay in DIR for a reader to grade.
+`--keep DIR` the store, the digest and the week's snapshot stay in DIR for a reader to grade. `--set`
+gives every `monitor` command of the run a setting (`MONITOR_VERDICTS__MIN_CONFIDENCE_AGAINST=0.55`): the
+same answers under other rules, for a blind comparison of the two digests (bench/digest_statements.py).
 """
 
 from __future__ import annotations
@@ -115,6 +117,7 @@ def run_week(
     folder: Path,
     sample: int | None = None,
     prompts: Path | None = None,
+    settings: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     papers = week_snapshot(week, folder / "week.jsonl", sample)
     with relay(answers, record) as env:
@@ -127,6 +130,7 @@ def run_week(
         )
         if prompts is not None:
             env["MONITOR_JUDGE__PROMPTS_DIR"] = str(prompts.resolve())
+        env.update(settings or {})
         steps = [
             ("import", ("seeds", "import")),
             ("fetch", ("fetch", "--source", str(folder / "week.jsonl"))),
@@ -155,12 +159,16 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="keep the store, digest and snapshot in this folder")
     parser.add_argument("--sample", type=int, help="a seeded random sample of the week's papers")
     parser.add_argument("--prompts", type=Path, help="the prompts the answers fit (default: shipped)")
+    parser.add_argument("--set", nargs="*", default=[], metavar="MONITOR_NAME=VALUE", help="run settings")
     args = parser.parse_args()
+    settings = dict(item.split("=", 1) for item in args.set)
+    if not all(name.startswith("MONITOR_") for name in settings):
+        parser.error("--set takes MONITOR_NAME=VALUE pairs")
     answers = args.answers if args.answers is not None else sorted(ANSWERS.glob("*.jsonl"))
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         record = args.record or folder / "recorded.jsonl"
-        outcome = run_week(args.week, answers, record, folder, args.sample, args.prompts)
+        outcome = run_week(args.week, answers, record, folder, args.sample, args.prompts, settings)
         if args.keep:
             if args.keep.exists():
                 shutil.rmtree(args.keep)

@@ -35,6 +35,7 @@ from relay import REPO, first_turns, kind_of, read_jsonl, relay  # noqa: E402
 
 from monitor.config import Settings  # noqa: E402
 from monitor.judge.evaluate import score  # noqa: E402
+from monitor.verdicts.rules import Thresholds  # noqa: E402
 
 BEARING = ("SUPPORTS", "RELAXES", "OVERTURNS")
 
@@ -55,14 +56,15 @@ def stated(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def stated_at(rows: list[dict[str, Any]], floor: float) -> dict[str, Any]:
+def stated_at(rows: list[dict[str, Any]], th: Thresholds) -> dict[str, Any]:
     """The digest's operating point: per bearing label, the labels it states (both readings agree, at
-    `floor` or more: `verdicts.min_confidence`), how many are right, and how many of gold's it finds."""
-    out: dict[str, Any] = {"min_confidence": floor}
+    the confidence that label needs: `verdicts.min_confidence`, `min_confidence_against` for RELAXES and
+    OVERTURNS), how many are right, and how many of gold's they find."""
+    out: dict[str, Any] = {"min_confidence": th.min_confidence, "min_confidence_against": th.floor("RELAXES")}
     for label in BEARING:
-        said = [
-            r for r in rows if r["predicted"] == label and not r["abstained"] and r["confidence"] >= floor
-        ]
+        floor = th.floor(label)
+        said = [r for r in rows if r["predicted"] == label and r["confidence"] >= floor]
+        said = [r for r in said if not r["abstained"]]
         right = sum(1 for r in said if r["gold"] == label)
         support = sum(1 for r in rows if r["gold"] == label)
         out[label] = f"{right} of {len(said)} right, {right} of {support} found"
@@ -118,7 +120,7 @@ def main() -> None:
         "after_second_look": scores(rows, "predicted"),
         "first_reading": scores(rows, "first_label"),
         "stated_after_second_look": stated(rows),
-        "stated_at_min_confidence": stated_at(rows, Settings().verdicts.min_confidence),
+        "stated_at_min_confidence": stated_at(rows, Thresholds.from_settings(Settings().verdicts)),
         "withheld_for_a_curator": len(withheld),
         "withheld_gold": dict(Counter(r["gold"] for r in withheld)),
         "second_looks": dict(Counter(r["second_look"] for r in rows if r["second_look"])),

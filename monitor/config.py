@@ -386,6 +386,10 @@ class VerdictSettings(Section):
     # above 0.5, so 0.55 in the 0.05 steps judges answer in (at 0.50, graders signed 13 of 24 stated
     # labels on two real weeks; at 0.55 and above, 23 of 28: docs/digest_trust.md).
     min_confidence: float = Field(0.55, ge=0.0, le=1.0)
+    # RELAXES and OVERTURNS, the labels that move a claim toward PERISHABLE or OVERTURNED, count only at
+    # this confidence or more (and never below min_confidence): on nine LLM-path weeks graders signed
+    # 12 of 25 RELAXES stated at 0.55 against 19 of 21 SUPPORTS (docs/digest_trust.md).
+    min_confidence_against: float = Field(0.6, ge=0.0, le=1.0)
     recent_months: int = Field(6, ge=1, le=1200)  # window for "strongest recent contradicting work"
     exclude_anchors: bool = True  # a line's own anchor papers are not new evidence for its claims
 

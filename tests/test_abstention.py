@@ -11,7 +11,7 @@ from monitor.judge.evaluate import LabelledPair, Prediction, operating_point
 from monitor.store import SCHEMA_VERSION, open_store
 from monitor.verdicts.rules import UNTESTED, ClaimDate, EvidenceItem, Thresholds, decide
 
-TH = Thresholds(move=0.8, overturn=0.9, min_confidence=0.3, recent_months=6)
+TH = Thresholds(move=0.8, overturn=0.9, min_confidence=0.3, min_confidence_against=0.3, recent_months=6)
 MAY_2025 = ClaimDate(dt.date(2025, 5, 1), dt.date(2025, 5, 31), "month", False)
 
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-from digest_world import World, settled_digest, trusted_settings
+from digest_world import TRUSTED_PRECISION, World, settled_digest, trusted_settings
 from sqlalchemy import update
 
+from monitor.config import Settings
 from monitor.report.period import resolve_period
 from monitor.report.render import render
 from monitor.report.research import DigestAsks, ResearchQuestions
@@ -182,3 +183,33 @@ def test_the_unsure_papers_listed_under_a_claim_are_the_periods_and_say_so(store
     listed = "- Possibly relevant this period, stance unsure, not counted (for review): paper 1 below"
     assert listed in section
     assert "This week's unsure paper" in section and "An earlier unsure paper" not in section
+
+
+def test_a_relaxes_between_the_two_bars_is_listed_unsure_and_a_supports_there_is_stated(store) -> None:
+    """RELAXES and OVERTURNS count from verdicts.min_confidence_against (0.60), SUPPORTS from
+    min_confidence (0.55): at 0.55 the SUPPORTS is printed as a finding, the RELAXES as a paper whose
+    stance is unsure, its line giving both bars and not its leaning, in every format. With the two bars
+    equal the RELAXES is stated too, and the unsure line gives the one bar."""
+    w = World(store)
+    w.line("rl", "What breaks in RL?")
+    w.claim("c1", "RL updates only a few parameters", ("rl",), date_text="2025")
+    w.paper("2603.00001", "A sparse-update replication", dt.date(2026, 3, 10))
+    w.assess("2603.00001", "c1", "SUPPORTS", 0.55, evidence="updates touch 12% of weights")
+    w.paper("2603.00002", "Dense updates at full precision", dt.date(2026, 3, 11))
+    w.assess("2603.00002", "c1", "RELAXES", 0.55, evidence="updates are dense at full precision")
+    settings = trusted_settings()
+    digest = settled_digest(store, settings, WEEK)
+    bars = "a label needs 0.55, or 0.60 to relax or overturn a claim"
+    for fmt in ("md", "html", "txt"):
+        text = render(digest, fmt, settings)
+        assert "SUPPORTS 0.55" in text and "RELAXES 0.55" not in text, fmt
+        assert "updates touch 12% of weights" in text, fmt
+        assert "updates are dense at full precision" not in text, fmt
+        assert text.count(f"not confident enough of any label to state one ({bars})") == 1, fmt
+    md = render(digest, "md", settings)
+    assert "Evidence to date: 1 paper counts (1 SUPPORTS); 1 paper withheld (1 too unsure)" in md
+
+    equal = Settings(verdicts={"precision": TRUSTED_PRECISION, "min_confidence_against": 0.55})
+    md = render(settled_digest(store, equal, WEEK), "md", equal)
+    assert "RELAXES 0.55" in md and "updates are dense at full precision" in md
+    assert bars not in md

@@ -183,7 +183,7 @@ def test_a_label_too_unsure_to_count_is_in_the_queue_with_its_reason(store) -> N
     w.assess("2603.10002", "c1", "SUPPORTS", 0.6, evidence=QUOTE)
     queue = review_queue(store, settings)
     assert [(i.arxiv_id, i.label) for i in queue][-1] == ("2603.10001", "RELAXES")
-    assert queue[-1].reason.startswith("too unsure to count (below verdicts.min_confidence)")
+    assert queue[-1].reason.startswith("too unsure to count (below verdicts.min_confidence")
 
 
 def test_walk_records_each_key_and_the_digest_marks_confirmed_evidence(store) -> None:

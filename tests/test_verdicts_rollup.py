@@ -155,6 +155,8 @@ def test_show_explains_what_does_not_count(store) -> None:
     w.assess("2510.00001", "c1", "UNRELATED", 0.9)
     w.paper("2511.00001", "Weak", dt.date(2025, 11, 1))
     w.assess("2511.00001", "c1", "RELAXES", 0.1)
+    w.paper("2511.00002", "Weak support", dt.date(2025, 11, 2))
+    w.assess("2511.00002", "c1", "SUPPORTS", 0.1)
     w.paper("2512.00001", "Local flag", dt.date(2025, 12, 1))
     w.assess("2512.00001", "c1", "OVERTURNS", 0.8, judge="local")
     w.paper("2512.00002", "Ungrounded", dt.date(2025, 12, 2))
@@ -167,7 +169,9 @@ def test_show_explains_what_does_not_count(store) -> None:
         "not newer than the claim (published 2025-04-01, cutoff 2025-05-31)",
     )
     assert notes["2510.00001"] == (False, "unrelated")
-    assert notes["2511.00001"] == (False, "below min_confidence 0.55")
+    # Each names the setting that holds it back: RELAXES and OVERTURNS need min_confidence_against.
+    assert notes["2511.00001"] == (False, "below min_confidence_against 0.6")
+    assert notes["2511.00002"] == (False, "below min_confidence 0.55")
     # A local label waits for a curator: it does not count yet (issue 21: one truth with the table).
     assert notes["2512.00001"] == (False, "for review: waits for a curator's confirmation (`monitor review`)")
     assert notes["2512.00002"] == (False, "ungrounded: its quote is not a real span of the abstract")

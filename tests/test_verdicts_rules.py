@@ -32,7 +32,14 @@ PRECISION = {
     "openai": {"SUPPORTS": 0.9, "RELAXES": 0.9, "OVERTURNS": 0.95},
     "local": {"SUPPORTS": 0.7, "RELAXES": 0.7, "OVERTURNS": 0.7},
 }
-TH = Thresholds(move=0.8, overturn=0.9, min_confidence=0.3, recent_months=6, precision=PRECISION)
+TH = Thresholds(
+    move=0.8,
+    overturn=0.9,
+    min_confidence=0.3,
+    min_confidence_against=0.3,
+    recent_months=6,
+    precision=PRECISION,
+)
 MAY_2025 = ClaimDate(dt.date(2025, 5, 1), dt.date(2025, 5, 31), "month", False)
 _ids = iter(range(1, 10_000))
 
@@ -177,6 +184,30 @@ def test_unrelated_and_low_confidence_leave_it_untested() -> None:
     assert out.status == UNTESTED
     assert out.counted == []
     assert out.last_changed is None
+
+
+def test_relaxes_and_overturns_need_the_higher_bar_supports_the_general_one() -> None:
+    """At the shipped settings a RELAXES or OVERTURNS stated at 0.55 is withheld, naming the setting that
+    holds it, while a SUPPORTS at 0.55 counts; the bar for RELAXES and OVERTURNS never falls below
+    min_confidence."""
+    from monitor.verdicts.rules import WITHHELD, standing
+
+    th = Thresholds.from_settings(Settings().verdicts)
+    assert (th.min_confidence, th.min_confidence_against) == (0.55, 0.6)
+    day = dt.date(2025, 9, 1)
+    relaxes, overturns, supports = (
+        item("RELAXES", 0.55, day),
+        item("OVERTURNS", 0.55, day),
+        item("SUPPORTS", 0.55, day),
+    )
+    out = decide([relaxes, overturns, supports], th, MAY_2025)
+    assert out.counted == [supports] and out.status == UNSETTLED
+    assert standing(relaxes, None, None, th) == (WITHHELD, "below min_confidence_against 0.6")
+    assert standing(item("RELAXES", 0.6, day), None, None, th)[0] != WITHHELD
+    lower = replace(th, min_confidence_against=0.4)
+    assert lower.floor("RELAXES") == lower.floor("SUPPORTS") == 0.55
+    assert standing(relaxes, None, None, lower)[0] != WITHHELD
+    assert standing(item("OVERTURNS", 0.5, day), None, None, lower) == (WITHHELD, "below min_confidence 0.55")
 
 
 def test_papers_older_than_the_claim_do_not_count() -> None:

@@ -138,7 +138,8 @@ def _triage_ranked(appeared: list[EvidenceItem], now: Outcome, sources: set[str]
 
 
 def _unsure(now: Outcome, period: Period) -> list[EvidenceView]:
-    """The period's LLM labels withheld as too unsure (below verdicts.min_confidence), grounded and read
+    """The period's LLM labels withheld as too unsure (below verdicts.min_confidence, or for RELAXES and
+    OVERTURNS min_confidence_against), grounded and read
     twice where asked: leanings for review, surest first."""
     unsure = [
         EvidenceView(i, True)
@@ -333,6 +334,7 @@ def gather_digest(
         move_strength=settings.verdicts.move_strength,
         overturn_strength=settings.verdicts.overturn_strength,
         min_confidence=settings.verdicts.min_confidence,
+        min_confidence_against=settings.verdicts.min_confidence_against,
         research_note=digest_note([line.questions for line in lines]),
         scale=strength_scale(Thresholds.from_settings(settings.verdicts)),
     )

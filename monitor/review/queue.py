@@ -43,7 +43,8 @@ REASONS = (
     "a paper behind the claim's verdict",
     "related, stance unclear",
     "weak evidence: moves nothing on its own",
-    "too unsure to count (below verdicts.min_confidence): possibly relevant, stance unsure",
+    "too unsure to count (below verdicts.min_confidence, or min_confidence_against for RELAXES and "
+    "OVERTURNS): possibly relevant, stance unsure",
 )
 
 
@@ -100,7 +101,7 @@ def _ranked(s: Session, settings: Settings) -> list[Ranked]:
             outcome.movers,
             outcome.unclear,
             outcome.counted,
-            # A judge's grounded label it was too unsure of to count (below verdicts.min_confidence):
+            # A judge's grounded label it was too unsure of to count (below its label's floor):
             # the digest lists its paper as possibly relevant, for review.
             [i for i in outcome.withheld if i.grounded and not i.abstained and i.second_look != "pending"],
         )

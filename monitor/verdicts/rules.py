@@ -179,6 +179,7 @@ class Thresholds:
     move: float = 0.8  # strength a side needs to make a claim DURABLE, PERISHABLE or CONTESTED
     overturn: float = 0.9  # OVERTURNS strength for OVERTURNED
     min_confidence: float = 0.55
+    min_confidence_against: float = 0.6  # RELAXES and OVERTURNS need this much too (`floor`)
     recent_months: int = 6
     precision: Mapping[str, Mapping[str, float]] = field(default_factory=lambda: DEFAULT_PRECISION)
     # Judges whose labels move a verdict only once a curator confirmed them. Read against the
@@ -191,6 +192,7 @@ class Thresholds:
             move=verdicts.move_strength,  # type: ignore[attr-defined]
             overturn=verdicts.overturn_strength,  # type: ignore[attr-defined]
             min_confidence=verdicts.min_confidence,  # type: ignore[attr-defined]
+            min_confidence_against=verdicts.min_confidence_against,  # type: ignore[attr-defined]
             recent_months=verdicts.recent_months,  # type: ignore[attr-defined]
             precision=_merged(DEFAULT_PRECISION, _stored_names(verdicts.precision)),  # type: ignore[attr-defined]
             confirm_judges=frozenset(_stored_names(verdicts.confirm_judges)),  # type: ignore[attr-defined]
@@ -202,10 +204,18 @@ class Thresholds:
             "move": self.move,
             "overturn": self.overturn,
             "min_confidence": self.min_confidence,
+            "min_confidence_against": self.min_confidence_against,
             "recent_months": self.recent_months,
             "precision": {j: dict(sorted(labels.items())) for j, labels in sorted(self.precision.items())},
             "confirm_judges": sorted(self.confirm_judges),
         }
+
+    def floor(self, label: str) -> float:
+        """The confidence a judge's label needs to count: RELAXES and OVERTURNS, which move a claim
+        toward PERISHABLE or OVERTURNED, may need more than SUPPORTS."""
+        if label in _AGAINST:
+            return max(self.min_confidence, self.min_confidence_against)
+        return self.min_confidence
 
     def weight(self, item: EvidenceItem) -> float:
         """Rule 2: an item's confidence, capped at its judge's measured precision for its label.
@@ -523,8 +533,10 @@ def _judged(item: EvidenceItem, th: Thresholds) -> tuple[str, str]:
         return WITHHELD, WHY_SECOND_PENDING
     if not item.grounded:
         return WITHHELD, WHY_UNGROUNDED
-    if item.confidence < th.min_confidence:
-        return WITHHELD, f"below min_confidence {th.min_confidence}"
+    floor = th.floor(item.label)
+    if item.confidence < floor:
+        setting = "min_confidence_against" if floor > th.min_confidence else "min_confidence"
+        return WITHHELD, f"below {setting} {floor}"
     if item.second_look == DISAGREED:
         return WAITS, WHY_SECOND_DISAGREED
     if th.held(item):
