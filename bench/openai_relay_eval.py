@@ -10,8 +10,9 @@ starts `llm_relay.py mixed` (bench/relay.py), which records any request it has n
 parsing, the corrective turn, grounding and the second look are the project's own. Prints the scores
 after the second look (a pair whose two readings disagree is withheld, as the pipeline sends it to a
 curator) and of the first reading alone, each label's precision and recall, the withheld share, and the
-digest's operating point (`stated_at_min_confidence`: the labels stated at `verdicts.min_confidence`
-that both readings agree on, how many are right, how many of gold's they find).
+digest's operating point (`stated_at_min_confidence`: the labels both readings agree on, stated at the
+confidence each label needs, `verdicts.min_confidence` or `min_confidence_against`; how many are right,
+how many of gold's they find).
 
 Answers fit the prompts they were given under: `--prompts training/teacher/prompts` for the answers in
 training/teacher/dev_answers/ (prompt 76986db88a0e), with `--second-look none` as then. `--lines` (a
@@ -40,17 +41,23 @@ from monitor.verdicts.rules import Thresholds  # noqa: E402
 BEARING = ("SUPPORTS", "RELAXES", "OVERTURNS")
 
 
+def said_right_support(rows: list[dict[str, Any]], label: str, floor: float = 0.0) -> tuple[int, int, int]:
+    """How many pairs state `label` (not withheld, at `floor` or more), how many of those are right, and
+    how many pairs gold labels so."""
+    said = [r for r in rows if r["predicted"] == label and not r["abstained"] and r["confidence"] >= floor]
+    right = sum(1 for r in said if r["gold"] == label)
+    return len(said), right, sum(1 for r in rows if r["gold"] == label)
+
+
 def stated(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Each label's precision and recall among the labels stated (withheld pairs state none)."""
     out: dict[str, Any] = {}
     for label in (*BEARING, "UNRELATED"):
-        said = [r for r in rows if r["predicted"] == label and not r["abstained"]]
-        support = sum(1 for r in rows if r["gold"] == label)
-        right = sum(1 for r in said if r["gold"] == label)
+        said, right, support = said_right_support(rows, label)
         out[label] = {
-            "precision": round(right / len(said), 3) if said else None,
+            "precision": round(right / said, 3) if said else None,
             "recall": round(right / support, 3) if support else None,
-            "stated": len(said),
+            "stated": said,
             "support": support,
         }
     return out
@@ -62,12 +69,8 @@ def stated_at(rows: list[dict[str, Any]], th: Thresholds) -> dict[str, Any]:
     OVERTURNS), how many are right, and how many of gold's they find."""
     out: dict[str, Any] = {"min_confidence": th.min_confidence, "min_confidence_against": th.floor("RELAXES")}
     for label in BEARING:
-        floor = th.floor(label)
-        said = [r for r in rows if r["predicted"] == label and r["confidence"] >= floor]
-        said = [r for r in said if not r["abstained"]]
-        right = sum(1 for r in said if r["gold"] == label)
-        support = sum(1 for r in rows if r["gold"] == label)
-        out[label] = f"{right} of {len(said)} right, {right} of {support} found"
+        said, right, support = said_right_support(rows, label, th.floor(label))
+        out[label] = f"{right} of {said} right, {right} of {support} found"
     return out
 
 

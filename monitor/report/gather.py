@@ -139,8 +139,8 @@ def _triage_ranked(appeared: list[EvidenceItem], now: Outcome, sources: set[str]
 
 def _unsure(now: Outcome, period: Period) -> list[EvidenceView]:
     """The period's LLM labels withheld as too unsure (below verdicts.min_confidence, or for RELAXES and
-    OVERTURNS min_confidence_against), grounded and read
-    twice where asked: leanings for review, surest first."""
+    OVERTURNS min_confidence_against), grounded and read twice where asked: leanings for review, surest
+    first."""
     unsure = [
         EvidenceView(i, True)
         for i in now.withheld
