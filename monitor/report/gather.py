@@ -334,9 +334,9 @@ def gather_digest(
         move_strength=settings.verdicts.move_strength,
         overturn_strength=settings.verdicts.overturn_strength,
         min_confidence=settings.verdicts.min_confidence,
-        min_confidence_against=settings.verdicts.min_confidence_against,
+        against_floor=th.floor("RELAXES"),
         research_note=digest_note([line.questions for line in lines]),
-        scale=strength_scale(Thresholds.from_settings(settings.verdicts)),
+        scale=strength_scale(th),
     )
 
 

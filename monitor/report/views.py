@@ -399,7 +399,7 @@ class DigestView:
     move_strength: float = 0.8
     overturn_strength: float = 0.9
     min_confidence: float = 0.5  # a label below it is too unsure to count: listed for review only
-    min_confidence_against: float = 0.5  # what RELAXES and OVERTURNS need (verdicts.min_confidence_against)
+    against_floor: float = 0.5  # what RELAXES and OVERTURNS need: Thresholds.floor (min_confidence_against)
     research_note: str = ""  # why no line has research questions, said once (research.digest_note)
     scale: str = ""  # the numbers in plain words (rules.strength_scale), printed once in the summary
     triage_floor: float = TRIAGE_FLOOR
@@ -414,9 +414,9 @@ class DigestView:
     def unsure_bar(self) -> str:
         """What a stated label needs, said on each "stance unsure" line without naming the leaning (graders
         read a shown leaning as a claim: docs/digest_trust.md)."""
-        if self.min_confidence_against <= self.min_confidence:
+        if self.against_floor == self.min_confidence:
             return f"below {self.min_confidence:.2f}"
-        against = f"{self.min_confidence_against:.2f} to relax or overturn a claim"
+        against = f"{self.against_floor:.2f} to relax or overturn a claim"
         return f"a label needs {self.min_confidence:.2f}, or {against}"
 
     @property
