@@ -6,9 +6,10 @@
 The week's papers (held-out ones left out) are fetched from a snapshot into a fresh SQLite store with
 the seeds' 35 claims, and `monitor judge` then `monitor report --period WEEK` run as a user runs them,
 their LLM calls answered by `llm_relay.py mixed` (bench/relay.py) from `--answers` (default: the kept
-answers in training/teacher/issue30/). Requests it has no answer for are recorded into `--record`: a
-round's new requests are answered by the teacher (training/teacher_tool.py), then the bench runs
-again, until nothing new is recorded (the screen's answers decide what is judged, the judge's what
+answers in training/teacher/issue30/, and with `--prompts` a revision's answers kept beside its
+prompts). Requests it has no answer for are recorded into `--record`: a round's new requests are
+answered by the teacher (training/teacher_tool.py), then the bench runs again, until nothing new is
+recorded (the screen's answers decide what is judged, the judge's what
 gets a second look). Printed: per stage, calls, tokens (the cached part as the relay reports it) and
 what gpt-4o-mini would charge; the screen's kept share; the judge's labels; the digest's path. With
 `--keep DIR` the store, the digest and the week's snapshot stay in DIR for a reader to grade. `--set`
@@ -151,6 +152,16 @@ def run_week(
     return outcome
 
 
+def kept_answers(prompts: Path | None) -> list[Path]:
+    """The answers kept for the shipped prompts and, for a revision's prompts kept beside its answers
+    (`--prompts training/teacher/issue30/judge_prompt_v7/prompts`), that revision's answers too: they
+    answer different requests, so neither shadows the other."""
+    files = sorted(ANSWERS.glob("*.jsonl"))
+    if prompts is not None and prompts.resolve().parent != ANSWERS.resolve():
+        files += sorted(prompts.resolve().parent.glob("*.jsonl"))
+    return files
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--week", default="2026-W20")
@@ -164,7 +175,7 @@ def main() -> None:
     settings = dict(item.split("=", 1) for item in args.set)
     if not all(name.startswith("MONITOR_") for name in settings):
         parser.error("--set takes MONITOR_NAME=VALUE pairs")
-    answers = args.answers if args.answers is not None else sorted(ANSWERS.glob("*.jsonl"))
+    answers = args.answers if args.answers is not None else kept_answers(args.prompts)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         record = args.record or folder / "recorded.jsonl"
