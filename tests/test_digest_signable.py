@@ -213,3 +213,33 @@ def test_a_relaxes_between_the_two_bars_is_listed_unsure_and_a_supports_there_is
     md = render(settled_digest(store, equal, WEEK), "md", equal)
     assert "RELAXES 0.55" in md and "updates are dense at full precision" in md
     assert bars not in md
+
+
+def test_a_side_nothing_counts_toward_reads_none_counted_and_withheld_papers_are_said_to_weigh_nothing(
+    store,
+) -> None:
+    """The strength line gives each side's figure from the papers that count. A side nothing counts
+    toward reads "none counted", not 0.00 (graders read 0.00 as "nothing points that way" while an
+    unsure paper listed below leaned that way), and a claim with withheld papers says they weigh nothing
+    either way; a claim with none withheld says nothing of them. In every format."""
+    w = World(store)
+    w.line("rl", "What breaks in RL?")
+    w.claim("c1", "RL updates only a few parameters", ("rl",), date_text="2025")
+    w.claim("c2", "RL collapses entropy", ("rl",), date_text="2025")
+    w.paper("2603.00001", "A sparse-update replication", dt.date(2026, 3, 10))
+    w.assess("2603.00001", "c1", "SUPPORTS", 0.65, evidence="updates touch 12% of weights")
+    w.paper("2603.00002", "Dense updates at full precision", dt.date(2026, 3, 11))
+    w.assess("2603.00002", "c1", "RELAXES", 0.5, evidence="updates are dense at full precision")
+    w.paper("2603.00003", "Entropy falls under GRPO", dt.date(2026, 3, 12))
+    w.assess("2603.00003", "c2", "SUPPORTS", 0.65, evidence="entropy falls within 100 steps")
+    settings = trusted_settings()
+    digest = settled_digest(store, settings, WEEK)
+    weigh = "papers withheld or waiting weigh nothing, whichever way they lean"
+    for fmt, sep in (("md", " · "), ("html", ", "), ("txt", ", ")):
+        text = render(digest, fmt, settings)
+        lines = [line for line in text.splitlines() if "strength of the papers that count:" in line.lower()]
+        withheld = [line for line in lines if weigh in line]
+        assert len(lines) == 2 and len(withheld) == 1, fmt  # c1 has a withheld paper, c2 none
+        figures = f"supports 0.60{sep}relaxes or overturns: none counted{sep}overturns: none counted"
+        assert figures in withheld[0], fmt
+        assert "relaxes or overturns 0.00" not in text and "overturns 0.00" not in text, fmt

@@ -82,7 +82,7 @@ def test_the_embedded_judges_papers_are_listed_for_triage_without_a_stance(store
     # No verdict-strength line for a claim whose only evidence waits for a curator; and an untested
     # claim with only a withheld suggestion says nothing counts (the one evidence sentence every reader
     # prints), not "weak evidence".
-    assert "- Strength:" not in md and "weak evidence" not in md
+    assert "- Strength" not in md and "weak evidence" not in md
     assert "- `c_other` Binary rewards degrade calibration (2025): no paper counts yet; " in md
 
 

@@ -85,7 +85,8 @@ def test_markdown_structure_links_and_escaping(digest) -> None:
     assert text.startswith("# Claim monitor digest — week 2026-W11 (09 Mar – 15 Mar 2026)\n")
     assert text.index("## Summary") < text.index("## What breaks") < text.index("## Is diversity")
     assert "**DURABLE → CONTESTED**" in text
-    assert "- Strength: supports 0.80 · relaxes or overturns 0.91 · overturns 0.91" in text
+    figures = "supports 0.80 · relaxes or overturns 0.91 · overturns 0.91"
+    assert f"- Strength of the papers that count: {figures}" in text
     assert "](https://arxiv.org/abs/2603.01234v1) — 2026-03-10, v1\n" in text
     assert "- on `c_sparse` (RL updates only 5–30% of parameters \\| in sparse subnetworks): " in text
     assert "**OVERTURNS 0.91 (openai judge)**" in text

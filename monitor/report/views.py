@@ -14,7 +14,15 @@ from monitor.report.strongest import StrongestWork
 from monitor.review.rewording import ProposalView
 from monitor.sources.base import arxiv_url
 from monitor.store.pairs import PairTally, Reading
-from monitor.verdicts.rules import MEANINGS, UNTESTED, EvidenceItem, EvidenceSummary, capped_note
+from monitor.verdicts.rules import (
+    MEANINGS,
+    UNTESTED,
+    EvidenceItem,
+    EvidenceSummary,
+    capped_note,
+    side_figures,
+    uncounted_note,
+)
 
 # New evidence shown per claim; the rest is one line pointing at `monitor show` (a week of real volume
 # otherwise buries the reader: issue 12).
@@ -119,6 +127,17 @@ class ClaimView:
         """Which sides are held at the cap, said beside the numbers ("" when none): without it, "0.60, a
         verdict needs 0.80" reads as if one more paper would settle the claim."""
         return capped_note(self.capped)
+
+    def strength_figures(self, sep: str) -> str:
+        """Its sides' strengths, joined by `sep` (`side_figures`)."""
+        return side_figures(self.strength, sep)
+
+    @property
+    def strength_notes(self) -> str:
+        """What the strengths leave out and which sides are held at the cap, each after "; " ("" for
+        none): said beside the numbers, in every format."""
+        notes = (uncounted_note(self.evidence), self.capped_note())
+        return "".join(f"; {note}" for note in notes if note)
 
     def evidence_sentence(self) -> str:
         """Its evidence in one sentence (`EvidenceSummary.sentence`), and what of the period the judge

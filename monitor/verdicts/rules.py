@@ -586,6 +586,23 @@ def capped_sides(items: list[EvidenceItem], th: Thresholds) -> list[str]:
 SIDE_NAMES = {"SUPPORTS": "supports", "AGAINST": "relaxes or overturns", "OVERTURNS": "overturns"}
 
 
+def side_figures(strength: Mapping[str, float], sep: str) -> str:
+    """Each side's strength as the digest prints it; a side no paper counts toward reads "none counted",
+    not 0.00, which readers took for evidence that nothing points that way."""
+    return sep.join(
+        f"{SIDE_NAMES[side]} {value:.2f}" if value > 0 else f"{SIDE_NAMES[side]}: none counted"
+        for side, value in strength.items()
+    )
+
+
+def uncounted_note(summary: EvidenceSummary) -> str:
+    """Said beside the strengths when some of a claim's papers are withheld or wait for a curator ("" when
+    none): they weigh nothing on either side, so the figures are not a tally of every paper that leans."""
+    if not summary.withheld and not summary.waiting:
+        return ""
+    return "papers withheld or waiting weigh nothing, whichever way they lean"
+
+
 def capped_note(sides: list[str]) -> str:
     """The words a digest or the board prints beside sides held at the cap (`capped_sides`); "" for none."""
     if not sides:
