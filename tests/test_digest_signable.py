@@ -18,6 +18,7 @@ from monitor.report.period import resolve_period
 from monitor.report.render import render
 from monitor.report.research import DigestAsks, ResearchQuestions
 from monitor.report.views import BRIEF_CHARS, TRIAGE_FLOOR
+from monitor.store.db import Store
 from monitor.store.models import Assessment, Candidate
 
 WEEK = resolve_period("2026-W11")
@@ -185,18 +186,24 @@ def test_the_unsure_papers_listed_under_a_claim_are_the_periods_and_say_so(store
     assert "This week's unsure paper" in section and "An earlier unsure paper" not in section
 
 
+def supports_and_relaxes(store: Store, supports: float, relaxes: float) -> World:
+    """One claim under one line, a SUPPORTS and a RELAXES of the week on it at these confidences."""
+    w = World(store)
+    w.line("rl", "What breaks in RL?")
+    w.claim("c1", "RL updates only a few parameters", ("rl",), date_text="2025")
+    w.paper("2603.00001", "A sparse-update replication", dt.date(2026, 3, 10))
+    w.assess("2603.00001", "c1", "SUPPORTS", supports, evidence="updates touch 12% of weights")
+    w.paper("2603.00002", "Dense updates at full precision", dt.date(2026, 3, 11))
+    w.assess("2603.00002", "c1", "RELAXES", relaxes, evidence="updates are dense at full precision")
+    return w
+
+
 def test_a_relaxes_between_the_two_bars_is_listed_unsure_and_a_supports_there_is_stated(store) -> None:
     """RELAXES and OVERTURNS count from verdicts.min_confidence_against (0.60), SUPPORTS from
     min_confidence (0.55): at 0.55 the SUPPORTS is printed as a finding, the RELAXES as a paper whose
     stance is unsure, its line giving both bars and not its leaning, in every format. With the two bars
     equal the RELAXES is stated too, and the unsure line gives the one bar."""
-    w = World(store)
-    w.line("rl", "What breaks in RL?")
-    w.claim("c1", "RL updates only a few parameters", ("rl",), date_text="2025")
-    w.paper("2603.00001", "A sparse-update replication", dt.date(2026, 3, 10))
-    w.assess("2603.00001", "c1", "SUPPORTS", 0.55, evidence="updates touch 12% of weights")
-    w.paper("2603.00002", "Dense updates at full precision", dt.date(2026, 3, 11))
-    w.assess("2603.00002", "c1", "RELAXES", 0.55, evidence="updates are dense at full precision")
+    supports_and_relaxes(store, 0.55, 0.55)
     settings = trusted_settings()
     digest = settled_digest(store, settings, WEEK)
     bars = "a label needs 0.55, or 0.60 to relax or overturn a claim"
@@ -222,14 +229,8 @@ def test_a_side_nothing_counts_toward_reads_none_counted_and_withheld_papers_are
     toward reads "none counted", not 0.00 (graders read 0.00 as "nothing points that way" while an
     unsure paper listed below leaned that way), and a claim with withheld papers says they weigh nothing
     either way; a claim with none withheld says nothing of them. In every format."""
-    w = World(store)
-    w.line("rl", "What breaks in RL?")
-    w.claim("c1", "RL updates only a few parameters", ("rl",), date_text="2025")
+    w = supports_and_relaxes(store, 0.65, 0.5)
     w.claim("c2", "RL collapses entropy", ("rl",), date_text="2025")
-    w.paper("2603.00001", "A sparse-update replication", dt.date(2026, 3, 10))
-    w.assess("2603.00001", "c1", "SUPPORTS", 0.65, evidence="updates touch 12% of weights")
-    w.paper("2603.00002", "Dense updates at full precision", dt.date(2026, 3, 11))
-    w.assess("2603.00002", "c1", "RELAXES", 0.5, evidence="updates are dense at full precision")
     w.paper("2603.00003", "Entropy falls under GRPO", dt.date(2026, 3, 12))
     w.assess("2603.00003", "c2", "SUPPORTS", 0.65, evidence="entropy falls within 100 steps")
     settings = trusted_settings()
