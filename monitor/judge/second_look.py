@@ -5,12 +5,13 @@ OVERTURNS), and by default every bearing label and every unsure one (`judge.seco
 `judge.second_look_below`), are read again by a second prompt (prompts/second_look_*.j2) that checks,
 in order, which sentences of the abstract report findings, whether one speaks to the claim, whether
 the first reading's quote and rationale hold, then labels the pair itself and words it no stronger
-than the finding (what "direct" needs; a mitigation relaxes a claim only where it was tested), since
-its strength, quote and rationale are what the digest prints; `llm.review_model` names a stronger
-model for it. The assessment waits (`assessments.second_look = 'pending'`) and counts toward no
-verdict until then, whether its first reading came live or by Batch API (whose answers get their
-second reading by a batch of their own once collected, `second_look_batches`, or live with
-`judge.second_look_batch` off: monitor/judge/batch.py). Which answers wait is one rule
+than the finding (what "direct" needs; a mitigation relaxes a claim only where it was tested;
+background is no finding and an unmeasured remark weak at most), since its strength, quote and
+rationale are what the digest prints; `llm.review_model` names a stronger model for it. The
+assessment waits (`assessments.second_look = 'pending'`) and counts toward no verdict until then,
+whether its first reading came live or by Batch API (whose answers get their second reading by a
+batch of their own once collected, `second_look_batches`, or live with `judge.second_look_batch` off:
+monitor/judge/batch.py). Which answers wait is one rule
 (`second_look_policy`); a dry run expects SECOND_LOOK_SHARE of the pairs judged to wait and prices
 their second readings as they will be asked (`by_batch`: Batch API or live rates;
 `expected_second_looks`), and those already waiting, which a run asks too, likewise
