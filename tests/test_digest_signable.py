@@ -200,23 +200,23 @@ def supports_and_relaxes(store: Store, supports: float, relaxes: float) -> World
 
 def test_a_relaxes_between_the_two_bars_is_listed_unsure_and_a_supports_there_is_stated(store) -> None:
     """RELAXES and OVERTURNS count from verdicts.min_confidence_against (0.60), SUPPORTS from
-    min_confidence (0.55): at 0.55 the SUPPORTS is printed as a finding, the RELAXES as a paper whose
+    min_confidence (0.50): a SUPPORTS at 0.50 is printed as a finding, a RELAXES at 0.55 as a paper whose
     stance is unsure, its line giving both bars and not its leaning, in every format. With the two bars
     equal the RELAXES is stated too, and the unsure line gives the one bar."""
-    supports_and_relaxes(store, 0.55, 0.55)
+    supports_and_relaxes(store, 0.5, 0.55)
     settings = trusted_settings()
     digest = settled_digest(store, settings, WEEK)
-    bars = "a label needs 0.55, or 0.60 to relax or overturn a claim"
+    bars = "a label needs 0.50, or 0.60 to relax or overturn a claim"
     for fmt in ("md", "html", "txt"):
         text = render(digest, fmt, settings)
-        assert "SUPPORTS 0.55" in text and "RELAXES 0.55" not in text, fmt
+        assert "SUPPORTS 0.50" in text and "RELAXES 0.55" not in text, fmt
         assert "updates touch 12% of weights" in text, fmt
         assert "updates are dense at full precision" not in text, fmt
         assert text.count(f"not confident enough of any label to state one ({bars})") == 1, fmt
     md = render(digest, "md", settings)
     assert "Evidence to date: 1 paper counts (1 SUPPORTS); 1 paper withheld (1 too unsure)" in md
 
-    equal = Settings(verdicts={"precision": TRUSTED_PRECISION, "min_confidence_against": 0.55})
+    equal = Settings(verdicts={"precision": TRUSTED_PRECISION, "min_confidence_against": 0.5})
     md = render(settled_digest(store, equal, WEEK), "md", equal)
     assert "RELAXES 0.55" in md and "updates are dense at full precision" in md
     assert bars not in md

@@ -171,7 +171,7 @@ def test_show_explains_what_does_not_count(store) -> None:
     assert notes["2510.00001"] == (False, "unrelated")
     # Each names the setting that holds it back: RELAXES and OVERTURNS need min_confidence_against.
     assert notes["2511.00001"] == (False, "below min_confidence_against 0.6")
-    assert notes["2511.00002"] == (False, "below min_confidence 0.55")
+    assert notes["2511.00002"] == (False, "below min_confidence 0.5")
     # A local label waits for a curator: it does not count yet (issue 21: one truth with the table).
     assert notes["2512.00001"] == (False, "for review: waits for a curator's confirmation (`monitor review`)")
     assert notes["2512.00002"] == (False, "ungrounded: its quote is not a real span of the abstract")

@@ -178,7 +178,7 @@ class Thresholds:
 
     move: float = 0.8  # strength a side needs to make a claim DURABLE, PERISHABLE or CONTESTED
     overturn: float = 0.9  # OVERTURNS strength for OVERTURNED
-    min_confidence: float = 0.55
+    min_confidence: float = 0.5
     min_confidence_against: float = 0.6  # RELAXES and OVERTURNS need this much too (`floor`)
     recent_months: int = 6
     precision: Mapping[str, Mapping[str, float]] = field(default_factory=lambda: DEFAULT_PRECISION)
