@@ -9,12 +9,12 @@ their LLM calls answered by `llm_relay.py mixed` (bench/relay.py) from `--answer
 answers in training/teacher/issue30/, and with `--prompts` a revision's answers kept beside its
 prompts). Requests it has no answer for are recorded into `--record`: a round's new requests are
 answered by the teacher (training/teacher_tool.py), then the bench runs again, until nothing new is
-recorded (the screen's answers decide what is judged, the judge's what
-gets a second look). Printed: per stage, calls, tokens (the cached part as the relay reports it) and
-what gpt-4o-mini would charge; the screen's kept share; the judge's labels; the digest's path. With
-`--keep DIR` the store, the digest and the week's snapshot stay in DIR for a reader to grade. `--set`
-gives every `monitor` command of the run a setting (`MONITOR_VERDICTS__MIN_CONFIDENCE_AGAINST=0.55`): the
-same answers under other rules, for a blind comparison of the two digests (bench/digest_statements.py).
+recorded (the screen's answers decide what is judged, the judge's what gets a second look). Printed: per
+stage, calls, tokens (the cached part as the relay reports it) and what gpt-4o-mini would charge; the
+screen's kept share; the judge's labels; the digest's path. With `--keep DIR` the store, the digest and
+the week's snapshot stay in DIR for a reader to grade. `--set` gives every `monitor` command of the run
+a setting (`MONITOR_VERDICTS__MIN_CONFIDENCE_AGAINST=0.55`): the same answers under other rules, for a
+blind comparison of the two digests (bench/digest_statements.py).
 """
 
 from __future__ import annotations

@@ -11,15 +11,13 @@ rationale are what the digest prints; `llm.review_model` names a stronger model 
 assessment waits (`assessments.second_look = 'pending'`) and counts toward no verdict until then,
 whether its first reading came live or by Batch API (whose answers get their second reading by a
 batch of their own once collected, `second_look_batches`, or live with `judge.second_look_batch` off:
-monitor/judge/batch.py). Which answers wait is one rule
-(`second_look_policy`); a dry run expects SECOND_LOOK_SHARE of the pairs judged to wait and prices
-their second readings as they will be asked (`by_batch`: Batch API or live rates;
-`expected_second_looks`), and those already waiting, which a run asks too, likewise
-(`waiting_second_looks`). Where the second
-reading gives the same label, the pair counts with the second reading's strength, and its quote and
-rationale where its quote is grounded; where it differs, the pair goes to the curator's queue
-(`monitor review`) and counts for nothing until a curator decides. Each answer commits on its own; a
-failed call leaves the pair pending for the next run.
+monitor/judge/batch.py). Which answers wait is one rule (`second_look_policy`); a dry run expects
+SECOND_LOOK_SHARE of the pairs judged to wait and prices their second readings as they will be asked
+(`by_batch`: Batch API or live rates; `expected_second_looks`), and those already waiting, which a run
+asks too, likewise (`waiting_second_looks`). Where the second reading gives the same label, the pair
+counts with the second reading's strength, and its quote and rationale where its quote is grounded;
+where it differs, the pair goes to the curator's queue (`monitor review`) and counts for nothing until a
+curator decides. Each answer commits on its own; a failed call leaves the pair pending for the next run.
 """
 
 from __future__ import annotations

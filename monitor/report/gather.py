@@ -333,7 +333,7 @@ def gather_digest(
         recent_months=settings.verdicts.recent_months,
         move_strength=settings.verdicts.move_strength,
         overturn_strength=settings.verdicts.overturn_strength,
-        min_confidence=settings.verdicts.min_confidence,
+        min_confidence=th.floor("SUPPORTS"),
         against_floor=th.floor("RELAXES"),
         research_note=digest_note([line.questions for line in lines]),
         scale=strength_scale(th),
