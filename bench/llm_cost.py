@@ -6,8 +6,10 @@ The week is scale.py's: the first `--papers` corpus papers (held-out ones left o
 seeds' 35 claims or scale.py's 1,000 real claim texts. The screen's calls are counted as the relevance
 stage would make them (monitor/relevance/screen.py: claim groups of `relevance.screen_claims_per_call`,
 `screen_papers_per_call` papers a call, each group's prompt prefix cached from its second call on);
+the screen's second reading (`relevance.screen_recheck`) reads each group's claims again for the share
+of papers a first reading keeps for some claim of it (RECHECK_PAPER_SHARE, drawn at random per group);
 the judge reads the share of the week's pairs the screen keeps and the second look its share of those,
-both measured on a real week through the teacher (docs/relevance.md, bench/llm_path_week.py) unless
+all measured on a real week through the teacher (docs/relevance.md, bench/llm_path_week.py) unless
 given. Prices are the project's defaults (gpt-4o-mini: $0.15 / $0.075 cached / $0.60 per million
 prompt / cached prompt / completion tokens), live and through the Batch API (half of each): under
 batch (`relevance.screen_batch`, `llm.batch`) the screen and the judge's first readings are at batch
@@ -32,11 +34,10 @@ from scale import SEED_CLAIMS, library, seed_texts, week  # noqa: E402
 
 from monitor.claims.importer import import_claims  # noqa: E402
 from monitor.config import Settings  # noqa: E402
-from monitor.judge.estimate import SCREEN_KEEP_SHARE, price_kept  # noqa: E402
-from monitor.judge.second_look import SECOND_LOOK_SHARE  # noqa: E402
+from monitor.judge.estimate import price_kept, shipped_keep  # noqa: E402
 from monitor.llm.cost import token_cost  # noqa: E402
 from monitor.llm.texts import ClaimText, PaperText  # noqa: E402
-from monitor.relevance.screen import ScreenCounter, load_screen_prompts  # noqa: E402
+from monitor.relevance.screen import RECHECK_PAPER_SHARE, ScreenCounter, load_screen_prompts  # noqa: E402
 from monitor.store import open_store  # noqa: E402
 from monitor.store.claims import active_claims  # noqa: E402
 
@@ -66,8 +67,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--claims", type=int, default=SEED_CLAIMS)
     parser.add_argument("--papers", type=int, default=6000)
-    parser.add_argument("--keep-share", type=float, default=SCREEN_KEEP_SHARE)
+    parser.add_argument("--keep-share", type=float, help="default: the shipped one (judge/estimate.py)")
     parser.add_argument("--second-look-share", type=float, default=None)
+    parser.add_argument("--recheck-share", type=float, default=RECHECK_PAPER_SHARE)
     args = parser.parse_args()
     began = time.monotonic()
     settings = Settings()
@@ -83,9 +85,15 @@ def main() -> None:
     )
     screen = counter.count(np.ones((len(claims), len(papers)), dtype=bool), 0)
     screen += counter.flush()
+    per_group, per_call = cfg.screen_claims_per_call, cfg.screen_papers_per_call
+    again = ScreenCounter(load_screen_prompts(again=True), papers, claims, per_group, per_call)
+    picked = np.zeros((len(claims), len(papers)), dtype=bool)
+    draw = np.random.default_rng(20261129)
+    for group in again.groups:  # per group, the papers a first reading kept for one of its claims
+        picked[np.ix_(group, np.flatnonzero(draw.random(len(papers)) < args.recheck_share))] = True
+    recheck = again.count(picked & cfg.screen_recheck, 0)
+    recheck += again.flush()
     pairs = len(claims) * len(papers)
-    if args.second_look_share is not None:
-        SECOND_LOOK_SHARE[settings.judge.second_look] = args.second_look_share
     rng = random.Random(20261128)
     sample = [(rng.choice(papers), rng.choice(claims)) for _ in range(200)]
     out: dict[str, object] = {"claims": len(claims), "papers": len(papers), "pairs": pairs}
@@ -97,13 +105,11 @@ def main() -> None:
                 "relevance": cfg.model_copy(update={"screen_batch": batch}),
             }
         )
-        kept = price_kept(priced, pairs, args.keep_share, sample)
-        screen_usd = token_cost(
-            priced,
-            screen.prompt_tokens,
-            screen.completion_tokens,
-            priced.relevance.screen_batch,
-            screen.cached_tokens,
+        share = args.keep_share or shipped_keep(settings).share
+        kept = price_kept(priced, pairs, share, sample, second_looks=args.second_look_share)
+        screen_usd, recheck_usd = (
+            token_cost(priced, c.prompt_tokens, c.completion_tokens, batch, c.cached_tokens)
+            for c in (screen, recheck)
         )
         out["batch" if batch else "live"] = {
             "screen": {
@@ -113,8 +119,15 @@ def main() -> None:
                 "completion_tokens": screen.completion_tokens,
                 "usd": round(screen_usd, 3),
             },
+            "screen_second_reading": {
+                "papers": recheck.papers,
+                "calls": recheck.calls,
+                "prompt_tokens": recheck.prompt_tokens,
+                "cached_tokens": recheck.cached_tokens,
+                "usd": round(recheck_usd, 3),
+            },
             "judge_and_second_look": kept.as_dict(),
-            "usd_week": round(screen_usd + kept.cost, 3),
+            "usd_week": round(screen_usd + recheck_usd + kept.cost, 3),
         }
     out["seconds"] = round(time.monotonic() - began, 1)
     print(json.dumps(out, indent=1))

@@ -95,9 +95,10 @@ def first_turns(recorded: Path) -> list[dict[str, Any]]:
 
 
 def kind_of(request: dict[str, Any]) -> str:
-    """screen | judge | second_look: which stage sent a recorded request."""
+    """screen | recheck | judge | second_look: which stage sent a recorded request (recheck: the screen's
+    second reading, relevance.screen_recheck)."""
     schema = ((request.get("response_format") or {}).get("json_schema") or {}).get("name", "")
+    second = "second, closer reading" in request["messages"][0]["content"]
     if schema == "screened_papers":
-        return "screen"
-    system = request["messages"][0]["content"]
-    return "second_look" if "second, closer reading" in system else "judge"
+        return "recheck" if second else "screen"
+    return "second_look" if second else "judge"

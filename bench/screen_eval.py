@@ -39,6 +39,7 @@ from monitor.relevance import select_candidates  # noqa: E402
 from monitor.sources.ingest import fetch  # noqa: E402
 from monitor.store import open_store  # noqa: E402
 from monitor.store.models import Candidate, Claim  # noqa: E402
+from monitor.store.records import LLMExchange  # noqa: E402
 
 TEACHER = REPO / "training" / "teacher"
 ANSWERS = TEACHER / "issue30"
@@ -145,6 +146,13 @@ def measure(name: str, answers: list[Path], record: Path) -> dict[str, Any]:
                     for a, c, st in s.query(Candidate.arxiv_id, Candidate.claim_id, Candidate.screen)
                 }
                 ids = {text: cid for cid, text in s.query(Claim.id, Claim.text)}
+                # The pairs the second reading kept (relevance.screen_recheck): by their exchange.
+                second = {
+                    (a, c)
+                    for a, c in s.query(Candidate.arxiv_id, Candidate.claim_id)
+                    .join(LLMExchange, LLMExchange.id == Candidate.screen_exchange_id)
+                    .filter(Candidate.screen == "kept", LLMExchange.provider == "openai-screen-recheck")
+                }
         finally:
             store.close()
     screened = summary.screened
@@ -176,11 +184,14 @@ def measure(name: str, answers: list[Path], record: Path) -> dict[str, Any]:
         "papers": len({a for a, _ in states}),
         "pairs": len(states),
         "answered": answered,
-        "pending": sum(1 for st in states.values() if st == "pending"),
+        "pending": sum(1 for st in states.values() if st in ("pending", "recheck")),
         "positives": len(positives),
         "positives_unmatched_claim": missing_claim,
         "recall": round(len(found) / len(positives), 4) if positives else None,
         "found": len(found),
+        "found_by_first_reading": len(found - second),
+        "recall_first_reading": round(len(found - second) / len(positives), 4) if positives else None,
+        "kept_by_second_reading": len(second),
         "recall_by_teacher_confidence": {b: f"{k}/{n}" for b, (k, n) in sorted(bands.items())} or None,
         "missed": sorted(missed),
         # A missed pair whose paper the screen kept for another claim reaches the judge, only not

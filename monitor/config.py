@@ -213,6 +213,10 @@ class RelevanceSettings(Section):
     screen_claims_per_call: int = Field(default=40, ge=1, le=200)
     screen_papers_per_call: int = Field(default=4, ge=1, le=20)
     screen_model: str | None = None  # default: llm.model
+    # A paper the screen keeps for some claim of a group is on topic, and it often bears on other claims
+    # of the group that one quick reading passes over: those pairs get a second, closer reading
+    # (prompts/screen_recheck_system.j2) before they are dropped (docs/relevance.md measures it).
+    screen_recheck: bool = True
     # The screen through the OpenAI Batch API (half price, answers within 24 h), for backfills: each run
     # collects finished screen batches and submits the pending pairs no open batch carries.
     screen_batch: bool = False

@@ -389,7 +389,7 @@ def test_a_batch_dry_run_is_priced_at_batch_rates_and_leaves_the_callers_setting
     off. Their expected second looks go by batch too, at half price (live with `judge.second_look_batch`
     off), priced by the same rule as those of the pairs the screen would keep (estimate.py's `price_kept`)."""
     from monitor.config import Settings
-    from monitor.judge.estimate import price_kept
+    from monitor.judge.estimate import price_kept, shipped_keep
     from monitor.judge.factory import make_judge
     from monitor.judge.second_look import SECOND_LOOK_SHARE
     from monitor.judge.work import pending_units
@@ -416,11 +416,16 @@ def test_a_batch_dry_run_is_priced_at_batch_rates_and_leaves_the_callers_setting
     assert live.pending == 6 and looks.looks == round(6 * SECOND_LOOK_SHARE[settings.judge.second_look])
     first = live.cost_estimate - looks.cost
     assert first > 0 and batch.cost_estimate == pytest.approx(live.cost_estimate / 2)
-    # Every pending pair kept by a screen: judging them would expect the same second looks, priced alike.
+    # Every pending pair kept by a screen: at the same share of second looks, judging them would expect
+    # the same second looks, priced alike; by default a screen's pairs expect the share measured on what
+    # a screen keeps (its second reading's extra pairs are mostly plainly UNRELATED: fewer looks).
     judge = make_judge(settings, connect=False)
     pairs = [(u.paper, c) for u in pending_units(store, judge) for c in u.claims]
-    kept = price_kept(settings, live.pending, 1.0, pairs)
+    share = SECOND_LOOK_SHARE[settings.judge.second_look]
+    kept = price_kept(settings, live.pending, 1.0, pairs, second_looks=share)
     assert (kept.second_looks, kept.second_look_cost) == (looks.looks, looks.cost)
+    screened = price_kept(settings, live.pending, 1.0, pairs)
+    assert screened.second_looks == round(6 * shipped_keep(settings).second_looks) < looks.looks
     assert settings.llm.batch is False
 
     settings.judge.second_look_batch = False  # asked live after the batch: at live prices

@@ -118,28 +118,119 @@ def test_every_paper_is_screened_against_every_claim_and_the_judge_sees_only_wha
     assert states[(relevant, calibration)] == "dropped" and states[(calib_paper, sparsity)] == "dropped"
     assert summary.method == "all+llm-screen"
     assert summary.screen is not None and summary.screen["kept"] == 2 and summary.screen["pending_left"] == 0
-    # Six papers, four a call, both claims in each: two calls whose system message (the claims) is the same.
+    # Six papers, four a call, both claims in each: two calls whose system message (the claims) is the
+    # same. Then the two papers kept for a claim are read again about both, in one call of their own.
     requests = llm.chat_requests()
-    assert summary.screen["calls"] == len(requests) == 2
-    systems = {next(m["content"] for m in r.body["messages"] if m["role"] == "system") for r in requests}
-    assert len(systems) == 1 and SPARSITY in systems.pop()
-    assert sorted(len(asked(r.body)[1]) for r in requests) == [2, 4]
+    assert summary.screen["calls"] == len(requests) == 3
+    systems = [next(m["content"] for m in r.body["messages"] if m["role"] == "system") for r in requests]
+    assert systems[0] == systems[1] and SPARSITY in systems[0] and CALIBRATION in systems[0]
+    assert systems[2].startswith(systems[0]) and "second, closer reading" in systems[2]
+    assert sorted(len(asked(r.body)[1]) for r in requests[:2]) == [2, 4]
+    assert sorted(asked(requests[2].body)[1].values()) == sorted([RELEVANT[1], CALIBRATION_PAPER[1]])
+    assert (summary.screen["rechecked"], summary.screen["recovered"]) == (2, 0)
 
     assert judge_pairs(store) == {(relevant, sparsity), (calib_paper, calibration)}
 
-    # Every request is logged under the screen's prompt version; the key never is.
+    # Every request is logged under its reading's prompt version; the key never is.
     with store.session() as s:
-        exchanges = list(s.scalars(select(LLMExchange)))
-    assert {e.provider for e in exchanges} == {"openai-screen"}
-    assert {e.prompt_version for e in exchanges} == {load_screen_prompts().version}
+        exchanges = list(s.scalars(select(LLMExchange).order_by(LLMExchange.id)))
+    assert [e.provider for e in exchanges] == ["openai-screen"] * 2 + ["openai-screen-recheck"]
+    versions = [load_screen_prompts().version] * 2 + [load_screen_prompts(again=True).version]
+    assert [e.prompt_version for e in exchanges] == versions and versions[0] != versions[2]
     assert all(SECRET not in json.dumps(e.request) for e in exchanges)
     assert exchanges[0].request["response_format"]["json_schema"]["name"] == "screened_papers"
     assert requests[0].headers["authorization"] == f"Bearer {SECRET}"
 
     # A rerun has nothing to scan or screen: no new call, no duplicate.
     again = select_candidates(store, settings)
-    assert again.candidates_added == 0 and len(llm.chat_requests()) == 2
+    assert again.candidates_added == 0 and len(llm.chat_requests()) == 3
     assert screen_states(store) == states
+
+
+SECOND_READING = "second, closer reading"
+
+
+def reading(request: Any) -> str:
+    system = next(m["content"] for m in request["messages"] if m["role"] == "system")
+    return "second" if SECOND_READING in system else "first"
+
+
+def test_a_paper_kept_for_one_claim_is_read_again_for_the_others_and_the_second_reading_only_adds(
+    store, llm: ScriptedLLM
+) -> None:
+    sparsity = add_claim(store, SPARSITY)
+    calibration = add_claim(store, CALIBRATION)
+    third = add_claim(store, f"{CALIBRATION} in code generation")
+    relevant, *fillers = add_papers(store, [RELEVANT, filler(0), filler(1)])
+
+    def respond(request: Any) -> Reply:
+        claims, papers = asked(request)
+        alias = {text: c for c, text in claims.items()}
+        entries = []
+        for p, abstract in papers.items():
+            named: list[str] = []
+            if "subnetwork" in abstract:
+                # The first reading sees only the sparsity claim; the second, the calibration claim
+                # alone (it leaves out the claim the first kept).
+                named = [alias[SPARSITY]] if reading(request) == "first" else [alias[CALIBRATION]]
+            entries.append({"paper": p, "claims": named})
+        return Reply(body=completion(json.dumps({"papers": entries})))
+
+    llm.default = respond
+    settings = screen_settings(llm, concurrency=1)
+    settings.relevance.screen_papers_per_call = 2
+    summary = select_candidates(store, settings).screen
+    assert summary is not None
+    states = screen_states(store)
+    assert states[(relevant, sparsity)] == "kept"  # the second reading left it out: it stays kept
+    assert states[(relevant, calibration)] == "kept" and states[(relevant, third)] == "dropped"
+    assert all(states[(f, c)] == "dropped" for f in fillers for c in (sparsity, calibration, third))
+    assert (summary["rechecked"], summary["recovered"], summary["kept"]) == (2, 1, 2)
+    second = [r for r in llm.chat_requests() if reading(r.body) == "second"]
+    # Only the kept paper is read again, about all three claims of its group.
+    assert len(second) == 1 and list(asked(second[0].body)[1].values()) == [RELEVANT[1]]
+    assert len(asked(second[0].body)[0]) == 3
+    assert judge_pairs(store) == {(relevant, sparsity), (relevant, calibration)}
+
+
+def test_a_failed_second_reading_leaves_its_pairs_awaiting_the_screen_and_a_rerun_finishes(
+    store, llm: ScriptedLLM
+) -> None:
+    from monitor.store.pairs import PairScope, PairState, count_pairs
+
+    sparsity = add_claim(store, SPARSITY)
+    calibration = add_claim(store, CALIBRATION)
+    (relevant,) = add_papers(store, [RELEVANT])
+    first = {"papers": [{"paper": "P1", "claims": ["C1" if sparsity < calibration else "C2"]}]}
+    llm.push(Reply(body=completion(json.dumps(first))), *[Reply(503, error_body("overloaded"))] * 3)
+    settings = screen_settings(llm, concurrency=1)
+    summary = select_candidates(store, settings).screen
+    assert summary is not None and summary["failed_papers"] == 1 and summary["pending_left"] == 1
+    assert screen_states(store) == {(relevant, sparsity): "kept", (relevant, calibration): "recheck"}
+    assert judge_pairs(store) == {(relevant, sparsity)}  # the waiting pair is not the judge's yet
+    with store.session() as s:
+        counts = count_pairs(s, PairScope())
+    awaiting = {c.claim_id: c.pairs for c in counts if c.state is PairState.AWAITING_SCREEN}
+    assert awaiting == {calibration: 1}
+
+    llm.default = keep_if(lambda claim, abstract: True)
+    before = len(llm.chat_requests())
+    again = select_candidates(store, settings).screen
+    assert again is not None and (again["recovered"], again["pending_left"]) == (1, 0)
+    assert len(llm.chat_requests()) - before == 1 and reading(llm.chat_requests()[-1].body) == "second"
+    assert screen_states(store)[(relevant, calibration)] == "kept"
+
+
+def test_without_the_recheck_a_first_reading_drops_for_good(store, llm: ScriptedLLM) -> None:
+    sparsity = add_claim(store, SPARSITY)
+    calibration = add_claim(store, CALIBRATION)
+    (relevant,) = add_papers(store, [RELEVANT])
+    llm.default = keep_if(lambda claim, abstract: claim == SPARSITY)
+    settings = screen_settings(llm)
+    settings.relevance.screen_recheck = False
+    summary = select_candidates(store, settings).screen
+    assert summary is not None and (summary["calls"], summary["rechecked"]) == (1, 0)
+    assert screen_states(store) == {(relevant, sparsity): "kept", (relevant, calibration): "dropped"}
 
 
 def test_an_llm_in_force_screens_every_claim_by_default(store, llm: ScriptedLLM) -> None:

@@ -19,7 +19,7 @@ from monitor.config import Settings
 from monitor.judge.work import pending_units
 from monitor.llm.batch import open_batches
 from monitor.relevance import select_candidates
-from monitor.relevance.screen import estimate_screen, load_screen_prompts
+from monitor.relevance.screen import RECHECK_PAPER_SHARE, estimate_screen, load_screen_prompts
 from monitor.store import SCHEMA_VERSION, open_store
 from monitor.store.records import JudgeBatch, LLMExchange
 
@@ -75,16 +75,30 @@ def test_submit_wait_collect_on_a_later_run(store, llm: ScriptedLLM) -> None:
 
     llm.batches.ready = True
     done = select_candidates(store, settings).screen
-    assert done is not None and (done["batches_collected"], done["kept"], done["dropped"]) == (1, 2, 2)
-    assert (done["pending_left"], done["papers"], done["calls"], done["batches_submitted"]) == (0, 2, 1, 0)
+    assert done is not None and (done["batches_collected"], done["kept"], done["dropped"]) == (1, 2, 0)
+    assert (done["pending_left"], done["papers"], done["calls"]) == (2, 2, 1)
     states = screen_states(store)
     assert states[(relevant, sparsity)] == "kept" and states[(calib_paper, calibration)] == "kept"
+    # Each paper was kept for one claim: its other pair waits for the second reading, whose batch the
+    # same run submits (a stage of its own).
+    assert states[(relevant, calibration)] == states[(calib_paper, sparsity)] == "recheck"
     assert judge_pairs(store) == {(relevant, sparsity), (calib_paper, calibration)}
+    assert done["batches_submitted"] == 1 and [b.stage for b in open_batches(store, "recheck")] == ["recheck"]
+    rechecked = select_candidates(store, settings).screen
+    assert rechecked is not None and (rechecked["rechecked"], rechecked["recovered"]) == (2, 0)
+    assert (rechecked["dropped"], rechecked["pending_left"], rechecked["batches_submitted"]) == (2, 0, 0)
+    assert screen_states(store)[(relevant, calibration)] == "dropped"
     with store.session() as s:
-        exchanges = list(s.scalars(select(LLMExchange)))
-        assert s.scalars(select(JudgeBatch)).one().status == "collected"
-    assert {(e.provider, e.response_format) for e in exchanges} == {("openai-screen", "batch")}
-    assert {e.prompt_version for e in exchanges} == {load_screen_prompts().version}
+        exchanges = list(s.scalars(select(LLMExchange).order_by(LLMExchange.id)))
+        assert {b.status for b in s.scalars(select(JudgeBatch))} == {"collected"}
+    assert [(e.provider, e.response_format) for e in exchanges] == [
+        ("openai-screen", "batch"),
+        ("openai-screen-recheck", "batch"),
+    ]
+    assert [e.prompt_version for e in exchanges] == [
+        load_screen_prompts().version,
+        load_screen_prompts(again=True).version,
+    ]
     assert all(SECRET not in json.dumps(e.request) for e in exchanges)
     assert llm.chat_requests() == []
 
@@ -143,7 +157,16 @@ def test_dry_run_prices_the_screen_at_batch_rates(store, llm: ScriptedLLM) -> No
     at_live, at_batch = estimate_screen(store, live), estimate_screen(store, batch)
     assert at_live["calls"] == at_batch["calls"] == 1 and llm.requests == []
     tokens = int(at_live["prompt_tokens"]) + int(at_live["completion_tokens"])  # type: ignore[call-overload]
-    assert at_live["cost_estimate"] == tokens and at_batch["cost_estimate"] == pytest.approx(tokens / 2)
+    # Second readings of the papers a first reading will keep: their measured share of its cost.
+    with_again = tokens * (1 + RECHECK_PAPER_SHARE)
+    assert at_live["cost_estimate"] == pytest.approx(with_again)
+    assert at_batch["cost_estimate"] == pytest.approx(with_again / 2)
+    assert at_live["recheck"] == pytest.approx(
+        {"waiting_pairs": 0, "calls": 0, "cost_estimate": tokens * RECHECK_PAPER_SHARE}, abs=1e-4
+    )
+    live.relevance.screen_recheck = False
+    first_only = estimate_screen(store, live)
+    assert first_only["cost_estimate"] == tokens and "recheck" not in first_only
 
 
 def test_the_dry_run_prices_first_readings_of_what_the_screen_keeps_at_batch_rates_and_second_looks_live(
@@ -157,7 +180,8 @@ def test_the_dry_run_prices_first_readings_of_what_the_screen_keeps_at_batch_rat
 
     add_claim(store, SPARSITY)
     add_claim(store, CALIBRATION)
-    add_papers(store, [RELEVANT, CALIBRATION_PAPER] * 25)  # 100 pairs: the shipped 1.06% keeps one
+    # 100 pairs: the shipped share (with the second reading, 1.74%) keeps two
+    add_papers(store, [RELEVANT, CALIBRATION_PAPER] * 25)
     settings = screen_settings(llm)
     select_candidates(store, settings, screen=False)  # the first cut only: pairs pending, nothing called
     settings.llm.price_input_per_million = settings.llm.price_output_per_million = 1e6  # a dollar a token
@@ -172,7 +196,7 @@ def test_the_dry_run_prices_first_readings_of_what_the_screen_keeps_at_batch_rat
 
     live, batch = after_screen(False), after_screen(True)
     assert after_screen(False, configured=True) == batch  # llm.batch prices as --batch does
-    assert (live["pairs"], live["second_looks"], live["batch"], batch["batch"]) == (1, 1, False, True)
+    assert (live["pairs"], live["second_looks"], live["batch"], batch["batch"]) == (2, 1, False, True)
     assert (live["second_look_batch"], batch["second_look_batch"]) == (False, True)
     assert batch["judge_cost"] == pytest.approx(live["judge_cost"] / 2)
     assert batch["second_look_cost"] == pytest.approx(live["second_look_cost"] / 2) and batch["cost"] > 0
@@ -182,6 +206,8 @@ def test_the_dry_run_prices_first_readings_of_what_the_screen_keeps_at_batch_rat
     assert asked_live["second_look_batch"] is False and asked_live["judge_cost"] == batch["judge_cost"]
     assert asked_live["second_look_cost"] == live["second_look_cost"] > 0
     assert live["cost"] / 2 < asked_live["cost"] < live["cost"]  # only the first readings cost half
+    settings.relevance.screen_recheck = False  # the first reading's shipped share alone (1.06%): one
+    assert after_screen(False)["pairs"] == 1
     assert llm.requests == []
 
 

@@ -4,8 +4,9 @@
     python training/teacher_tool.py show CHUNK_DIR [--start I] [--count N]  # the requests, readable
     python training/teacher_tool.py check CHUNK_DIR                         # CHUNK_DIR/answers.jsonl
 
-`show` prints each request's user message as sent (a system prompt is printed once, before the first
-request that uses it: the judge's is the same for all, a screen request's carries its claims). `check`
+`show` prints each request's user message as sent (each system prompt is numbered and printed once,
+before the first request that uses it, and every request names its own: the judge's is the same for
+all, a screen request's carries its claims). `check`
 runs every answer through the project's own parser (monitor.judge.schema, or the screen's
 monitor.relevance.screen.parse_screen) and evidence grounding (monitor.judge.grounding) and says what is
 missing, invalid or ungrounded, so the teacher can fix its answer; it never proposes a label.
@@ -43,15 +44,21 @@ def split(requests: Path, outdir: Path, size: int) -> None:
 
 def show(chunk: Path, start: int, count: int | None) -> None:
     rows = read_jsonl(chunk / "requests.jsonl")
+    # Each distinct system prompt is numbered and printed once; every request names the one it uses
+    # (requests of a chunk may alternate between two).
+    numbers: dict[str, int] = {}
+    for row in rows:
+        numbers.setdefault(row["messages"][0]["content"], len(numbers) + 1)
     shown = {row["messages"][0]["content"] for row in rows[:start]}
     for index, row in enumerate(rows[start : start + count if count else None], start=start):
         system = row["messages"][0]["content"]
         if system not in shown:
             shown.add(system)
-            print(f"=== SYSTEM (for #{index} and every later request with the same system prompt) ===")
+            print(f"=== SYSTEM S{numbers[system]} ===")
             print(system + "\n")
-        ids = row.get("claim_ids") or ""
-        print(f"=== #{index} key={row['key']} {('claim_ids=' + str(ids)) if ids else ''} ===")
+        ids = row.get("claim_ids")
+        named = f" claim_ids={ids}" if ids else ""
+        print(f"=== #{index} key={row['key']} system S{numbers[system]}{named} ===")
         print(row["messages"][-1]["content"] + "\n")
 
 

@@ -136,6 +136,13 @@ def _collect(shown: dict[str, Any]) -> Any:
     return show
 
 
+def _second_readings(again: dict[str, Any] | None) -> str:
+    """The screen estimate's part for second readings (relevance.screen_recheck), if any."""
+    if not again:
+        return ""
+    return f" (of it ~{again['calls']:,} call(s), ${again['cost_estimate']:.2f}, for second readings)"
+
+
 def _printer() -> Any:
     """A `Show` that prints each step (`_show`), but no dry-run table of zeros when nothing at all is
     pending: "nothing pending" then says what to do instead. Pairs waiting for the LLM screen or for a
@@ -162,8 +169,9 @@ def _show(step: str, result: Any) -> None:
             f"from {result.papers_scanned} paper version(s)"
         )
     elif step == "screen":
+        again = f" ({result.recovered} of them by a second reading)" if result.recovered else ""
         console.print(
-            f"relevance screen: {result.kept} kept, {result.dropped} dropped, "
+            f"relevance screen: {result.kept} kept{again}, {result.dropped} dropped, "
             f"{result.pending_left} pending, {result.calls} call(s)"
         )
     elif step == "screen estimate":
@@ -171,7 +179,7 @@ def _show(step: str, result: Any) -> None:
             f"relevance screen (estimate): {result['calls']} call(s) for {result['pairs']} pending pair(s) "
             f"of {result['papers']} paper(s), ~{result['prompt_tokens']:,} prompt tokens "
             f"(~{result['cached_tokens']:,} of them cached) + ~{result['completion_tokens']:,} completion "
-            f"tokens, ${result['cost_estimate']:.2f}",
+            f"tokens, ${result['cost_estimate']:.2f}{_second_readings(result.get('recheck'))}",
             highlight=False,
             soft_wrap=True,
         )

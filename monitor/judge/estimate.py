@@ -42,13 +42,30 @@ from monitor.store import Store
 from monitor.store.papers import latest_versions
 
 SHARES = (0.02, 0.05, 0.10, 0.20)
-# What the LLM screen keeps of the pairs it reads, until a store has screened enough of its own
-# (`SCREEN_TALLY_MIN` answers), and how many kept pairs a judge call carries (a paper's kept claims
-# share its call): measured on a random 200 papers of the sample's last week, a whole real week of
-# cs.CL/cs.LG/cs.AI, with the teacher screening (docs/relevance.md: 74 of 7,000 pairs, 38 calls).
-SCREEN_KEEP_SHARE = 0.0106
+
+
+@dataclass(frozen=True)
+class ShippedKeep:
+    """What the LLM screen keeps of the pairs it reads (`share`), until a store has screened enough of
+    its own (`SCREEN_TALLY_MIN` answers), how many kept pairs a judge call carries (`per_call`: a
+    paper's kept claims share its call, four a call), and the share of them a second look reads (under
+    `judge.second_look` "all" or "moving")."""
+
+    share: float
+    per_call: float
+    second_looks: float
+
+
+# Measured on a random 200 papers of the sample's last week, a whole real week of cs.CL/cs.LG/cs.AI,
+# the teacher screening, judging and looking again (docs/relevance.md): with the second reading
+# (relevance.screen_recheck) 122 of 7,000 pairs kept, in 46 judge calls, 55 second looks; of them the
+# first reading's 74, in 38 calls, 48 second looks (its extra pairs are mostly plainly UNRELATED).
+SHIPPED_KEEP = {True: ShippedKeep(0.0174, 2.65, 55 / 122), False: ShippedKeep(0.0106, 1.95, 48 / 74)}
 SCREEN_TALLY_MIN = 2000
-KEPT_PAIRS_PER_CALL = 1.95
+
+
+def shipped_keep(settings: Settings) -> ShippedKeep:
+    return SHIPPED_KEEP[settings.relevance.screen_recheck]
 
 
 @dataclass(frozen=True)
@@ -90,7 +107,7 @@ def after_screen(
     with store.session() as session:
         kept, dropped = screen_tally(session)
     measured = kept + dropped >= SCREEN_TALLY_MIN
-    share = kept / (kept + dropped) if measured else SCREEN_KEEP_SHARE
+    share = kept / (kept + dropped) if measured else shipped_keep(settings).share
     units = pending_screen_units(store, settings)
     sample = [(s.paper, p.claim) for u in units for s in u.sections for p in s.pairs]
     return price_kept(settings, screen_pairs, share, sample, measured, batch)
@@ -103,12 +120,14 @@ def price_kept(
     sample: Sequence[tuple[PaperText, ClaimText]],
     measured: bool = False,
     batch: bool | None = None,
+    second_looks: float | None = None,
 ) -> AfterScreen:
-    """`after_screen` from its parts: judging `share` of `screen_pairs`, KEPT_PAIRS_PER_CALL a call, and
-    the second looks `judge.second_look` gives them (`expected_second_looks`, as a dry run prices those of
-    the pairs already kept), priced from the prompts of (up to SAMPLED_PAIRS of) `sample`'s pairs, cached
-    system prompts counted. With `batch` (None: as `llm.batch` says) the first readings are at Batch API
-    rates, and the second looks too where they go by batch (`judge.second_look_batch`, judge/batch.py)."""
+    """`after_screen` from its parts: judging `share` of `screen_pairs`, `shipped_keep`'s pairs a call,
+    and the second looks `judge.second_look` gives them (`expected_second_looks`, at `shipped_keep`'s
+    share of them, or `second_looks`), priced from the prompts of (up to SAMPLED_PAIRS of) `sample`'s
+    pairs, cached system prompts counted. With `batch` (None: as `llm.batch` says) the first readings are
+    at Batch API rates, and the second looks too where they go by batch (`judge.second_look_batch`,
+    judge/batch.py)."""
     from monitor.judge.second_look import by_batch, expected_second_looks, priced_sample
     from monitor.judge.work import COMPLETION_TOKENS_PER_CLAIM
     from monitor.llm.cost import cached_prefix, estimate_tokens
@@ -119,9 +138,10 @@ def price_kept(
     batch = settings.llm.batch if batch is None else batch
     if not sample or not pairs:
         return AfterScreen(share, measured, pairs, 0, 0, 0, 0, 0, 0.0, 0.0, batch, by_batch(settings, batch))
-    looks = expected_second_looks(settings, pairs, sample, by_batch(settings, batch))
+    expected = shipped_keep(settings).second_looks if second_looks is None else second_looks
+    looks = expected_second_looks(settings, pairs, sample, by_batch(settings, batch), expected)
     system = estimate_tokens(prompts.system())
-    calls = max(1, round(pairs / min(KEPT_PAIRS_PER_CALL, settings.judge.claims_per_call)))
+    calls = max(1, round(pairs / min(shipped_keep(settings).per_call, settings.judge.claims_per_call)))
     per_call = pairs / calls  # kept claims a call carries, on average
     # A call's user prompt: the paper once and its claims (a claim's part: the prompt with two claims
     # less the prompt with one).

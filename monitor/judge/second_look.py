@@ -362,14 +362,21 @@ def priced_sample(pairs: Sequence[tuple[PaperText, ClaimText]]) -> list[tuple[Pa
 
 
 def expected_second_looks(
-    settings: Settings, judged: int, sample: Sequence[tuple[PaperText, ClaimText]], batch: bool = False
+    settings: Settings,
+    judged: int,
+    sample: Sequence[tuple[PaperText, ClaimText]],
+    batch: bool = False,
+    share: float | None = None,
 ) -> SecondLookEstimate:
     """The second looks expected of judging `judged` pairs by an LLM judge under `settings`: their share
-    under `judge.second_look` (SECOND_LOOK_SHARE), each priced as the mean of the second-look prompts of
-    (up to SAMPLED_PAIRS of) `sample`'s pairs, shown a bearing first reading, and ANSWER_TOKENS of answer,
-    at Batch API rates with `batch` (`by_batch`), else live (`second_look_cost`). Calls nothing. A caller
-    holding the judge asks `second_look_policy` first: a judge it gives no second look expects none."""
-    looks = round(judged * SECOND_LOOK_SHARE.get(settings.judge.second_look, 0.0))
+    under `judge.second_look` (SECOND_LOOK_SHARE, or the `share` a caller measured for its kind of pairs
+    under a policy that reads any: the screen's, judge/estimate.py), each priced as the mean of the
+    second-look prompts of (up to SAMPLED_PAIRS of) `sample`'s pairs, shown a bearing first reading, and
+    ANSWER_TOKENS of answer, at Batch API rates with `batch` (`by_batch`), else live
+    (`second_look_cost`). Calls nothing. A caller holding the judge asks `second_look_policy` first: a
+    judge it gives no second look expects none."""
+    policy = SECOND_LOOK_SHARE.get(settings.judge.second_look, 0.0)
+    looks = round(judged * (share if share is not None and policy else policy))
     sample = priced_sample(sample)
     if not looks or not sample:
         return SecondLookEstimate(0, 0, 0, 0, 0.0)

@@ -26,7 +26,8 @@ log = logging.getLogger(__name__)
 ENDPOINT = "/v1/chat/completions"
 # Batch statuses after which nothing more will come.
 FINISHED = {"completed", "failed", "expired", "cancelled"}
-Stage = Literal["judge", "screen", "second"]  # "second": the judge's second looks
+# "recheck": the screen's second readings (relevance.screen_recheck); "second": the judge's second looks.
+Stage = Literal["judge", "screen", "recheck", "second"]
 
 
 def open_batches(store: Store, stage: Stage) -> list[JudgeBatch]:

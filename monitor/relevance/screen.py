@@ -15,6 +15,14 @@ cached rate. A paper asks about the claims of the group still pending for it (af
 old papers ask about that claim alone), and papers asking about the same claims share calls. The
 answer names, per paper, the claims it bears on, by short ids (C1.., P1..) mapped back here.
 
+A paper the screen keeps for some claim of a call is on topic, and a quick reading of 35 claims passes
+over others it bears on (the teacher set's missed pairs were all of papers kept for another claim). With
+`relevance.screen_recheck` the pairs it dropped for such a paper wait for a second reading: the same
+calls, asking about the whole group again under a system message that says each paper is on topic and
+asks for a closer reading (prompts/screen_recheck_system.j2); what it keeps is judged, what it drops
+again is dropped. Only pairs waiting for it are written: the second reading never drops what the first
+kept.
+
 Each call's answers commit in one transaction, so a crash or a stop loses at most the calls in flight;
 a failed call (after retries and one corrective turn) leaves its pairs pending for the next run.
 Every request is logged in `llm_exchanges` like the judge's, under its own prompt version. With
@@ -52,11 +60,18 @@ from monitor.llm.transport import ChatTransport, Mode, Question
 from monitor.llm.units import CallCounts, Pair, Section, WorkUnit
 from monitor.relevance.text import load_claims
 from monitor.store import Store
-from monitor.store.candidates import count_screen_pending, pending_screen_pairs, save_screen_answers
+from monitor.store.candidates import (
+    SCREEN_PENDING,
+    SCREEN_RECHECK,
+    count_screen_pending,
+    pending_screen_pairs,
+    save_screen_answers,
+)
 from monitor.store.papers import version_texts
 from monitor.store.runs import StageNotes
 
 TEMPLATE_NAMES = ("screen_system.j2", "screen_user.j2", "screen_correction.j2")
+RECHECK_SYSTEM = "screen_recheck_system.j2"  # the second reading's: the first's system message and more
 
 
 def claim_ids(n: int) -> list[str]:
@@ -70,9 +85,11 @@ def paper_ids(n: int) -> list[str]:
 
 @dataclass(frozen=True)
 class ScreenPrompts:
-    """The screen's templates and their content-hash version."""
+    """The screen's templates and their content-hash version; `system_name` is the first reading's system
+    template or the second's."""
 
     templates: Templates
+    system_name: str = "screen_system.j2"
 
     @property
     def version(self) -> str:
@@ -80,7 +97,7 @@ class ScreenPrompts:
 
     def system(self, claims: Sequence[ClaimText]) -> str:
         """The instructions and the claims asked about: the prefix every call of a group shares."""
-        return self.templates.render("screen_system.j2", claims=claims, claim_ids=claim_ids(len(claims)))
+        return self.templates.render(self.system_name, claims=claims, claim_ids=claim_ids(len(claims)))
 
     def user(self, papers: Sequence[PaperText]) -> str:
         shown = [p.for_prompt() for p in papers]
@@ -98,8 +115,13 @@ class ScreenPrompts:
         )
 
 
-def load_screen_prompts(directory: Path | None = None) -> ScreenPrompts:
-    return ScreenPrompts(load_templates(directory, TEMPLATE_NAMES, "relevance screen"))
+def load_screen_prompts(directory: Path | None = None, again: bool = False) -> ScreenPrompts:
+    """The first reading's prompts, or with `again` the second reading's (a prompts folder from before
+    it existed gives way to the shipped one for it)."""
+    if not again:
+        return ScreenPrompts(load_templates(directory, TEMPLATE_NAMES, "relevance screen"))
+    names = (RECHECK_SYSTEM, *TEMPLATE_NAMES)
+    return ScreenPrompts(load_templates(directory, names, "relevance screen", fallback=True), RECHECK_SYSTEM)
 
 
 class _PaperAnswer(BaseModel):
@@ -173,11 +195,10 @@ def parse_screen(text: str | None, papers: int, claims: int) -> list[set[int]]:
 
 
 class LLMScreen:
-    """The screen's question, asked through the LLM layer's transport (retries, format fallback, logging)."""
+    """The screen's question, asked through the LLM layer's transport (retries, format fallback, logging);
+    with `again`, the second reading's."""
 
-    name = "openai-screen"
-
-    def __init__(self, settings: Settings, client: OpenAI | None = None) -> None:
+    def __init__(self, settings: Settings, client: OpenAI | None = None, again: bool = False) -> None:
         llm = settings.llm
         if settings.relevance.screen_model:
             llm = llm.model_copy(update={"model": settings.relevance.screen_model})
@@ -186,7 +207,8 @@ class LLMScreen:
                 "relevance.screen = 'llm' needs an LLM: set llm.base_url (OPENAI_BASE_URL) or an API key "
                 "(OPENAI_API_KEY)"
             )
-        self.prompts = load_screen_prompts(settings.judge.prompts_dir)
+        self.name = "openai-screen-recheck" if again else "openai-screen"
+        self.prompts = load_screen_prompts(settings.judge.prompts_dir, again)
         self.prompt_version = self.prompts.version
         self.model = llm.model
         self.max_concurrency = max(1, llm.concurrency)
@@ -227,8 +249,10 @@ class ScreenSummary(CallCounts):
     stage: ClassVar[str] = "screen"
 
     papers: int = 0  # paper versions whose pending pairs were all answered
-    kept: int = 0
-    dropped: int = 0
+    kept: int = 0  # by either reading
+    dropped: int = 0  # for good: by a first reading that kept nothing of the call, or by a second
+    rechecked: int = 0  # pairs the second reading answered (relevance.screen_recheck)
+    recovered: int = 0  # of those, kept
     failed_papers: int = 0  # left pending for the next run
     pending_left: int = 0
     stopped: str | None = None  # why screening stopped early: budget, stop signal, server unavailable
@@ -293,13 +317,19 @@ def screen_units(
 
 
 def pending_screen_units(
-    store: Store, settings: Settings, claim_ids: Sequence[str] | None = None, since: dt.date | None = None
+    store: Store,
+    settings: Settings,
+    claim_ids: Sequence[str] | None = None,
+    since: dt.date | None = None,
+    again: bool = False,
 ) -> list[WorkUnit]:
-    """The pairs waiting for the screen (of `claim_ids`, default all; of papers published on or after
-    `since`), as calls (`screen_units`)."""
+    """The pairs waiting for the screen's first reading, or with `again` its second (of `claim_ids`,
+    default all; of papers published on or after `since`), as calls (`screen_units`). A second reading
+    asks about the whole group of a pair waiting for it, so its calls share the group's cached prefix;
+    its answer is written for the waiting pairs alone."""
     cfg = settings.relevance
     with store.session() as session:
-        pending = pending_screen_pairs(session, claim_ids, since)
+        pending = pending_screen_pairs(session, claim_ids, since, SCREEN_RECHECK if again else SCREEN_PENDING)
         if not pending:
             return []
         claims = load_claims(session)
@@ -310,7 +340,14 @@ def pending_screen_units(
     }
     pending = {key: ids for key, ids in pending.items() if key in texts}
     groups = claim_groups(claims, cfg.screen_claims_per_call)
+    if again:
+        pending = {key: whole_groups(ids, groups) for key, ids in pending.items()}
     return screen_units(pending, texts, groups, cfg.screen_papers_per_call)
+
+
+def whole_groups(ids: set[str], groups: Sequence[Sequence[ClaimText]]) -> set[str]:
+    """The claim ids of every group that holds one of `ids`."""
+    return {c.id for group in groups if any(c.id in ids for c in group) for c in group}
 
 
 def pair_ref(arxiv_id: str, version: int, claim_id: str) -> str:
@@ -405,10 +442,14 @@ class ScreenCounter:
 
 
 class ScreenWriter:
-    """The screen's writer for the LLM engine: marks a unit's pairs kept or dropped, counts failures."""
+    """The screen's writer for the LLM engine: marks a unit's pairs kept or dropped (or, from a first
+    reading under `recheck`, waiting for the second), counts failures. `again`: the second reading's."""
 
-    def __init__(self, store: Store, summary: ScreenSummary) -> None:
+    def __init__(
+        self, store: Store, summary: ScreenSummary, recheck: bool = False, again: bool = False
+    ) -> None:
         self.store, self.summary = store, summary
+        self.recheck, self.again = recheck, again
         self.done: set[tuple[str, int]] = set()  # paper versions answered
         self.failed: set[tuple[str, int]] = set()  # paper versions with a unit that failed: still pending
 
@@ -422,10 +463,14 @@ class ScreenWriter:
             for section, named in zip(unit.sections, kept, strict=True)
         ]
         with self.store.session() as session:
-            save_screen_answers(session, answers, exchange_id)
-        for _, _, answer in answers:
-            self.summary.kept += sum(answer.values())
-            self.summary.dropped += len(answer) - sum(answer.values())
+            kept, dropped, _ = save_screen_answers(
+                session, answers, exchange_id, recheck=self.recheck, again=self.again
+            )
+        self.summary.kept += kept
+        self.summary.dropped += dropped
+        if self.again:
+            self.summary.rechecked += kept + dropped
+            self.summary.recovered += kept
         self.done.update(s.paper_key for s in unit.sections)
 
     def fail(self, unit: WorkUnit, message: str, error: MonitorError | None = None) -> None:
@@ -433,6 +478,9 @@ class ScreenWriter:
         self.summary.errors.append(message)
 
     def close(self) -> None:
+        if self.again:  # a failed second reading leaves its pairs waiting for it
+            self.summary.failed_papers += len(self.failed)
+            return
         self.summary.papers = len(self.done - self.failed)
         self.summary.failed_papers = len(self.failed)
 
@@ -447,20 +495,27 @@ def screen_pending(
     since: dt.date | None = None,
 ) -> ScreenSummary:
     """Screen every pending pair (of `claim_ids`, default all; of papers published on or after `since`,
-    the period a run judges), `llm.concurrency` calls at once; stops
-    cleanly when `should_stop()` (the run's stop signal) or when `llm.token_budget` is spent. Exchanges
-    are stored under `run_id`. With `relevance.screen_batch`, collect finished screen batches and submit
-    the rest instead."""
+    the period a run judges), `llm.concurrency` calls at once, then give the pairs a first reading left
+    for it their second (`relevance.screen_recheck`); stops cleanly when `should_stop()` (the run's stop
+    signal) or when `llm.token_budget` is spent. Exchanges are stored under `run_id`. With
+    `relevance.screen_batch`, collect each reading's finished batches and submit the rest instead."""
     began = time.monotonic()
     summary = ScreenSummary()
     recorder = ExchangeRecorder(store, run_id)
-    writer = ScreenWriter(store, summary)
-    pending = functools.partial(pending_screen_units, store, settings, claim_ids, since)
-    if settings.relevance.screen_batch:
-        _by_batch(store, settings, screen, pending, recorder, writer)
-    elif units := pending():
-        _live(settings, screen or LLMScreen(settings), units, recorder, writer, should_stop)
-    writer.close()
+    recheck = settings.relevance.screen_recheck
+
+    def read(again: bool, asker: LLMScreen | None) -> None:
+        writer = ScreenWriter(store, summary, recheck=recheck, again=again)
+        pending = functools.partial(pending_screen_units, store, settings, claim_ids, since, again)
+        if settings.relevance.screen_batch:
+            _by_batch(store, settings, asker, pending, recorder, writer)
+        elif units := pending():
+            _live(settings, asker or LLMScreen(settings, again=again), units, recorder, writer, should_stop)
+        writer.close()
+
+    read(False, screen)
+    if recheck and not summary.stopped:
+        read(True, LLMScreen(settings, screen.transport.client, again=True) if screen else None)
     summary.take_counts(recorder)
     with store.session() as session:
         summary.pending_left = count_screen_pending(session, claim_ids)
@@ -504,12 +559,14 @@ def _by_batch(
     recorder: ExchangeRecorder,
     writer: ScreenWriter,
 ) -> None:
-    """Collect finished screen batches (marking their pairs as the live screen does), then submit the
-    pending pairs no open batch carries as one new batch (`relevance.screen_batch`)."""
-    if not batches.open_batches(store, "screen") and not pending():
+    """Collect the reading's finished screen batches (marking their pairs as the live screen does), then
+    submit the pairs waiting for it that no open batch carries as one new batch (`relevance.screen_batch`).
+    Each reading has its batches (`judge_batches.stage` "screen" or "recheck")."""
+    stage: batches.Stage = "recheck" if writer.again else "screen"
+    if not batches.open_batches(store, stage) and not pending():
         return  # nothing to collect or send: no LLM needed
-    screen = screen or LLMScreen(settings)
-    engine = BatchRun(store, "screen", screen, writer, recorder, writer.summary)
+    screen = screen or LLMScreen(settings, again=writer.again)
+    engine = BatchRun(store, stage, screen, writer, recorder, writer.summary)
     try:
         engine.collect()
         units = engine.not_carried(pending())  # what collecting answered is pending no more
@@ -522,20 +579,41 @@ def _by_batch(
         writer.summary.errors.append(writer.summary.stopped)
 
 
+# The share of a week's papers a first reading keeps for some claim, and so reads again: 35 of a random
+# 200 of 2026-W34 under the seeds' claims (docs/relevance.md). A dry run prices the second readings of
+# what is still to be screened at this share.
+RECHECK_PAPER_SHARE = 0.175
+
+
 def estimate_screen(store: Store, settings: Settings) -> dict[str, object]:
     """What screening the pending pairs would take (calls, tokens with the cached part, USD at the [llm]
-    rates, halved with `relevance.screen_batch`). Calls nothing: `monitor judge --dry-run`'s view of it."""
-    units = pending_screen_units(store, settings)
-    pricing = ScreenPricing(load_screen_prompts(settings.judge.prompts_dir))
-    prompt, completion, cached = pricing.estimate(units)
+    rates, halved with `relevance.screen_batch`), second readings included: those already waiting, and
+    for the papers still to be screened RECHECK_PAPER_SHARE of the first readings' cost. Calls nothing:
+    `monitor judge --dry-run`'s view of it."""
     batch = settings.relevance.screen_batch
-    cost = token_cost(settings, prompt, completion, batch=batch, cached_tokens=cached)
-    return {
+    folder = settings.judge.prompts_dir
+    units = pending_screen_units(store, settings)
+    prompt, completion, cached = ScreenPricing(load_screen_prompts(folder)).estimate(units)
+    first = token_cost(settings, prompt, completion, batch=batch, cached_tokens=cached)
+    out: dict[str, object] = {
         "pairs": sum(len(u.pairs) for u in units),
         "papers": len({s.paper_key for u in units for s in u.sections}),
         "calls": len(units),
         "prompt_tokens": prompt,
         "cached_tokens": cached,
         "completion_tokens": completion,
-        "cost_estimate": round(cost, 4),
+        "cost_estimate": round(first, 4),
     }
+    if not settings.relevance.screen_recheck:
+        return out
+    waiting = pending_screen_units(store, settings, again=True)
+    prompt, completion, cached = ScreenPricing(load_screen_prompts(folder, again=True)).estimate(waiting)
+    again = token_cost(settings, prompt, completion, batch=batch, cached_tokens=cached)
+    again += RECHECK_PAPER_SHARE * first
+    out["recheck"] = {
+        "waiting_pairs": sum(len(u.pairs) for u in waiting),
+        "calls": len(waiting) + round(RECHECK_PAPER_SHARE * len(units)),
+        "cost_estimate": round(again, 4),
+    }
+    out["cost_estimate"] = round(first + again, 4)
+    return out

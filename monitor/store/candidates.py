@@ -16,7 +16,10 @@ from monitor.store.claims import is_active
 from monitor.store.models import Candidate, Claim, Paper, utcnow
 
 # `candidates.screen`: None when no LLM screen ran; else the screen's answer, or pending until it comes.
-SCREEN_PENDING, SCREEN_KEPT, SCREEN_DROPPED = "pending", "kept", "dropped"
+# "recheck": dropped by a first reading that kept the paper for another claim of the call, and waiting
+# for the screen's second, closer reading (relevance.screen_recheck); it is still awaiting the screen.
+SCREEN_PENDING, SCREEN_KEPT, SCREEN_DROPPED, SCREEN_RECHECK = "pending", "kept", "dropped", "recheck"
+SCREEN_AWAITING = (SCREEN_PENDING, SCREEN_RECHECK)
 
 
 class week_index(FunctionElement[int]):  # noqa: N801 (an SQL function's name)
@@ -39,16 +42,20 @@ def _week_index_postgresql(element: week_index, compiler: Any, **kw: Any) -> str
 
 
 def pending_screen_pairs(
-    session: Session, claim_ids: Sequence[str] | None = None, since: dt.date | None = None
+    session: Session,
+    claim_ids: Sequence[str] | None = None,
+    since: dt.date | None = None,
+    state: str = SCREEN_PENDING,
 ) -> dict[tuple[str, int], set[str]]:
-    """Per paper (latest version), the active claims whose pair waits for the LLM screen (optionally only
-    of `claim_ids`, of papers published on or after `since`); ids only: a paper's text is read once,
-    not once a claim (`version_texts`)."""
+    """Per paper (latest version), the active claims whose pair waits for the LLM screen in `state`
+    (the first reading's, or SCREEN_RECHECK: the second's), optionally only of `claim_ids`, of papers
+    published on or after `since`; ids only: a paper's text is read once, not once a claim
+    (`version_texts`)."""
     query = (
         select(Candidate.arxiv_id, Candidate.version, Candidate.claim_id)
         .join(Paper, Paper.arxiv_id == Candidate.arxiv_id)
         .join(Claim, Claim.id == Candidate.claim_id)
-        .where(Candidate.version == Paper.version, is_active(), Candidate.screen == SCREEN_PENDING)
+        .where(Candidate.version == Paper.version, is_active(), Candidate.screen == state)
     )
     if claim_ids:
         query = query.where(Claim.id.in_(claim_ids))
@@ -70,33 +77,48 @@ def screen_tally(session: Session) -> tuple[int, int]:
 
 
 def count_screen_pending(session: Session, claim_ids: Sequence[str] | None = None) -> int:
-    """How many pairs (of any version, of `claim_ids` when given) still wait for the LLM screen."""
-    query = select(func.count()).select_from(Candidate).where(Candidate.screen == SCREEN_PENDING)
+    """How many pairs (of any version, of `claim_ids` when given) still wait for the LLM screen's first
+    or second reading."""
+    query = select(func.count()).select_from(Candidate).where(Candidate.screen.in_(SCREEN_AWAITING))
     if claim_ids:
         query = query.where(Candidate.claim_id.in_(claim_ids))
     return session.scalar(query) or 0
 
 
 def save_screen_answers(
-    session: Session, answers: Sequence[tuple[str, int, dict[str, bool]]], exchange_id: int | None
-) -> None:
-    """For each (arxiv_id, version, {claim id: kept}), mark those of the paper version's pairs still
-    pending kept or dropped: two statements a paper, not one a pair."""
+    session: Session,
+    answers: Sequence[tuple[str, int, dict[str, bool]]],
+    exchange_id: int | None,
+    *,
+    recheck: bool = False,
+    again: bool = False,
+) -> tuple[int, int, int]:
+    """For each (arxiv_id, version, {claim id: kept}), mark the paper version's pairs waiting for this
+    reading kept or dropped: two or three statements a paper, not one a pair. The first reading's
+    (`again` False) reads pending pairs; with `recheck`, those it drops for a paper it keeps for another
+    claim wait for the second reading instead. The second reading's (`again`) reads the pairs waiting
+    for it, and only those: an answer never undoes another reading's. Returns (kept, dropped, left for
+    the second reading): the pairs this answer moved."""
+    waiting = SCREEN_RECHECK if again else SCREEN_PENDING
+    counts = {SCREEN_KEPT: 0, SCREEN_DROPPED: 0, SCREEN_RECHECK: 0}
     for arxiv_id, version, kept in answers:
-        for state, keep in ((SCREEN_KEPT, True), (SCREEN_DROPPED, False)):
+        dropped_to = SCREEN_RECHECK if recheck and not again and any(kept.values()) else SCREEN_DROPPED
+        for state, keep in ((SCREEN_KEPT, True), (dropped_to, False)):
             claims = [claim_id for claim_id, k in kept.items() if k is keep]
             if not claims:
                 continue
-            session.execute(
+            moved = session.execute(
                 update(Candidate)
                 .where(
                     Candidate.arxiv_id == arxiv_id,
                     Candidate.version == version,
                     Candidate.claim_id.in_(claims),
-                    Candidate.screen == SCREEN_PENDING,
+                    Candidate.screen == waiting,
                 )
                 .values(screen=state, screen_exchange_id=exchange_id)
             )
+            counts[state] += moved.rowcount or 0
+    return counts[SCREEN_KEPT], counts[SCREEN_DROPPED], counts[SCREEN_RECHECK]
 
 
 def candidate_keys(session: Session, arxiv_ids: Iterable[str]) -> set[tuple[str, int, str]]:

@@ -40,7 +40,7 @@ from sqlalchemy.orm import Session, aliased
 
 from monitor.judge_names import triage_only_stored
 from monitor.store.assessments import judged_keys
-from monitor.store.candidates import SCREEN_DROPPED, SCREEN_KEPT, SCREEN_PENDING, week_index
+from monitor.store.candidates import SCREEN_AWAITING, SCREEN_DROPPED, SCREEN_KEPT, week_index
 from monitor.store.claims import is_active
 from monitor.store.failures import parked_keys
 from monitor.store.models import Assessment, Candidate, Claim, Paper, PaperVersion
@@ -188,7 +188,7 @@ def _pair_states(scope: PairScope) -> Any:
             PairState.JUDGED: f.c.answered_by.is_not(None),
             PairState.PARKED: f.c.parked,
             PairState.FAILED: f.c.failed,
-            PairState.AWAITING_SCREEN: f.c.screen == SCREEN_PENDING,
+            PairState.AWAITING_SCREEN: f.c.screen.in_(SCREEN_AWAITING),
             PairState.SCREENED_OUT: f.c.screen == SCREEN_DROPPED,
         }
     )
