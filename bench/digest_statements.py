@@ -1,7 +1,7 @@
 """A digest's per-paper statements, laid out for a grader who reads each against its abstract.
 
     python bench/digest_statements.py KEEP_DIR [KEEP_DIR ...] --out OUT_PREFIX [--parts 2]
-        [--sample N --seed S]
+        [--sample N --seed S] [--only-differing]
 
 KEEP_DIR is what `bench/llm_path_week.py --keep DIR` leaves: the store (monitor.db), the week's papers
 (week.jsonl) and the digest (reports/digest-*.md). Every "- on `claim`" line the digest prints under a
@@ -12,7 +12,10 @@ OUT_PREFIX_a.md, OUT_PREFIX_b.md, ... (`--parts` files, statements dealt in turn
 Verdicts (a claim's heading and lines, with every paper listed under it) go to OUT_PREFIX_verdicts.md.
 Several KEEP_DIRs (one week under two prompts, say) are graded blind: their statements are pooled, one
 printed alike by several runs is laid out once, the order is shuffled, and OUT_PREFIX_key.jsonl says
-which runs print each numbered statement (bench/statement_grades.py tallies the grades per run).
+which runs print each numbered statement (bench/statement_grades.py tallies the grades per run);
+`--only-differing` leaves out what every run of a week prints alike (one rule changed on the same
+answers: only what the change changed is graded; several weeks' pairs of runs may be pooled), alike
+once what `--alike-ignoring REGEX` matches is left out (a bar the changed rule prints in every line).
 Nothing here grades: it only lays out what was printed beside what it rests on.
 """
 
@@ -23,6 +26,7 @@ import json
 import random
 import re
 import sqlite3
+from collections import Counter
 from pathlib import Path
 
 PAPER = re.compile(r"^(?P<number>\d+)\. \[(?P<title>.*)\]\(https://arxiv\.org/abs/(?P<id>[^)v]+)v\d+\)")
@@ -107,9 +111,16 @@ Statement = tuple[dict[str, str], list[int]]  # what is printed, and the runs (i
 Verdict = tuple[dict[str, str], list[dict[str, str]], list[int]]  # heading, its claim's papers, runs
 
 
-def pooled(keeps: list[Path]) -> tuple[list[Statement], list[Verdict], dict, dict]:
-    """Each run's per-paper statements and verdicts, one printed alike by several runs kept once with
-    the runs that print it; then the claims and the papers, for laying them out."""
+def pooled(
+    keeps: list[Path], ignoring: re.Pattern[str] | None = None
+) -> tuple[list[Statement], list[Verdict], dict, dict]:
+    """Each run's per-paper statements and verdicts, one printed alike by several runs (alike once what
+    `ignoring` matches is left out) kept once with the runs that print it; then the claims and the
+    papers, for laying them out."""
+
+    def alike(text: str) -> str:
+        return ignoring.sub("", text) if ignoring else text
+
     papers: dict[str, dict] = {}
     claims: dict[str, tuple[str, str]] = {}
     said: dict[tuple[str, str, str], Statement] = {}
@@ -126,10 +137,11 @@ def pooled(keeps: list[Path]) -> tuple[list[Statement], list[Verdict], dict, dic
         (digest,) = sorted((keep / "reports").glob("digest-*.md"))
         every = statements(digest)
         for row in every:
-            said.setdefault((row["arxiv_id"], row["claim_id"], row["printed"]), (row, []))[1].append(run)
+            pair = (row["arxiv_id"], row["claim_id"], alike(row["printed"]))
+            said.setdefault(pair, (row, []))[1].append(run)
         for verdict in verdicts(digest):
-            alike = verdict_block(0, verdict, every, claims, papers)  # the same heading over the same papers
-            judged.setdefault(alike, (verdict, every, []))[2].append(run)
+            shown = verdict_block(0, verdict, every, claims, papers)  # the same heading over the same papers
+            judged.setdefault(alike(shown), (verdict, every, []))[2].append(run)
     return list(said.values()), list(judged.values()), claims, papers
 
 
@@ -151,8 +163,16 @@ def main() -> None:
     parser.add_argument("--verdict-parts", type=int, default=1, help="files the verdicts are split into")
     parser.add_argument("--sample", type=int)
     parser.add_argument("--seed", type=int, default=20261128)
+    parser.add_argument("--only-differing", action="store_true", help="leave out what every run prints")
+    parser.add_argument("--alike-ignoring", type=re.compile, help="a regex left out when comparing printings")
     args = parser.parse_args()
-    said, judged, claims, papers = pooled(args.keep)
+    said, judged, claims, papers = pooled(args.keep, args.alike_ignoring)
+    if args.only_differing:
+        # Runs of several weeks may be pooled: a statement is alike when every run of its week prints it.
+        weeks = [sorted((keep / "reports").glob("digest-*.md"))[0].stem for keep in args.keep]
+        runs_of = Counter(weeks)
+        said = [s for s in said if len(set(s[1])) < runs_of[weeks[s[1][0]]]]
+        judged = [v for v in judged if len(set(v[2])) < runs_of[weeks[v[2][0]]]]
     blind = len(args.keep) > 1
     if blind:
         # Several runs (say, two prompts on one week): pooled and shuffled so no grader can tell which
