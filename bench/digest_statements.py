@@ -14,8 +14,10 @@ Several KEEP_DIRs (one week under two prompts, say) are graded blind: their stat
 printed alike by several runs is laid out once, the order is shuffled, and OUT_PREFIX_key.jsonl says
 which runs print each numbered statement (bench/statement_grades.py tallies the grades per run);
 `--only-differing` leaves out what every run of a week prints alike (one rule changed on the same
-answers: only what the change changed is graded; several weeks' pairs of runs may be pooled), alike
-once what `--alike-ignoring REGEX` matches is left out (a bar the changed rule prints in every line).
+answers: only what the change changed is graded; several weeks' pairs of runs may be pooled).
+`--leave-out REGEX` removes what it matches from every printing before they are compared and laid out:
+a bar the changed rule prints in every line would otherwise tell the arms apart (graders read two bars
+in one file as the digest contradicting itself).
 Nothing here grades: it only lays out what was printed beside what it rests on.
 """
 
@@ -112,14 +114,14 @@ Verdict = tuple[dict[str, str], list[dict[str, str]], list[int]]  # heading, its
 
 
 def pooled(
-    keeps: list[Path], ignoring: re.Pattern[str] | None = None
+    keeps: list[Path], leave_out: re.Pattern[str] | None = None
 ) -> tuple[list[Statement], list[Verdict], dict, dict]:
-    """Each run's per-paper statements and verdicts, one printed alike by several runs (alike once what
-    `ignoring` matches is left out) kept once with the runs that print it; then the claims and the
-    papers, for laying them out."""
+    """Each run's per-paper statements and verdicts (less what `leave_out` matches), one printed alike by
+    several runs kept once with the runs that print it; then the claims and the papers, for laying them
+    out."""
 
-    def alike(text: str) -> str:
-        return ignoring.sub("", text) if ignoring else text
+    def shown(text: str) -> str:
+        return leave_out.sub("", text) if leave_out else text
 
     papers: dict[str, dict] = {}
     claims: dict[str, tuple[str, str]] = {}
@@ -137,11 +139,12 @@ def pooled(
         (digest,) = sorted((keep / "reports").glob("digest-*.md"))
         every = statements(digest)
         for row in every:
-            pair = (row["arxiv_id"], row["claim_id"], alike(row["printed"]))
-            said.setdefault(pair, (row, []))[1].append(run)
+            row["printed"] = shown(row["printed"])
+            said.setdefault((row["arxiv_id"], row["claim_id"], row["printed"]), (row, []))[1].append(run)
         for verdict in verdicts(digest):
-            shown = verdict_block(0, verdict, every, claims, papers)  # the same heading over the same papers
-            judged.setdefault(alike(shown), (verdict, every, []))[2].append(run)
+            verdict["printed"] = shown(verdict["printed"])
+            alike = verdict_block(0, verdict, every, claims, papers)  # the same heading over the same papers
+            judged.setdefault(alike, (verdict, every, []))[2].append(run)
     return list(said.values()), list(judged.values()), claims, papers
 
 
@@ -164,9 +167,9 @@ def main() -> None:
     parser.add_argument("--sample", type=int)
     parser.add_argument("--seed", type=int, default=20261128)
     parser.add_argument("--only-differing", action="store_true", help="leave out what every run prints")
-    parser.add_argument("--alike-ignoring", type=re.compile, help="a regex left out when comparing printings")
+    parser.add_argument("--leave-out", type=re.compile, help="a regex removed from every printing")
     args = parser.parse_args()
-    said, judged, claims, papers = pooled(args.keep, args.alike_ignoring)
+    said, judged, claims, papers = pooled(args.keep, args.leave_out)
     if args.only_differing:
         # Runs of several weeks may be pooled: a statement is alike when every run of its week prints it.
         weeks = [sorted((keep / "reports").glob("digest-*.md"))[0].stem for keep in args.keep]
