@@ -138,7 +138,7 @@ def _collect(shown: dict[str, Any]) -> Any:
 
 def _second_readings(again: dict[str, Any] | None) -> str:
     """The screen estimate's part for second readings (relevance.screen_recheck), if any."""
-    if not again:
+    if not again or not again["calls"]:
         return ""
     return f" (of it ~{again['calls']:,} call(s), ${again['cost_estimate']:.2f}, for second readings)"
 
