@@ -219,8 +219,9 @@ class Candidate(Base):
     method: Mapped[str] = mapped_column(String(40))
     run_id: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
-    # With an LLM screen (relevance.screen = "llm"): pending until screened, then kept or dropped;
-    # NULL when no screen was asked for. Only NULL and kept pairs go to the judge.
+    # With an LLM screen (relevance.screen = "llm"): pending until screened, then kept or dropped, or
+    # recheck while it waits for the screen's second reading (store/candidates.py); NULL when no screen
+    # was asked for. Only NULL and kept pairs go to the judge.
     screen: Mapped[str | None] = mapped_column(String(10), index=True)
     screen_exchange_id: Mapped[int | None] = mapped_column(Integer)
 
