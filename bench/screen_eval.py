@@ -36,8 +36,10 @@ from monitor.claims.importer import import_claims  # noqa: E402
 from monitor.config import Settings  # noqa: E402
 from monitor.llm.cost import token_cost  # noqa: E402
 from monitor.relevance import select_candidates  # noqa: E402
+from monitor.relevance.screen import RECHECK_PROVIDER  # noqa: E402
 from monitor.sources.ingest import fetch  # noqa: E402
 from monitor.store import open_store  # noqa: E402
+from monitor.store.candidates import SCREEN_KEPT  # noqa: E402
 from monitor.store.models import Candidate, Claim  # noqa: E402
 from monitor.store.records import LLMExchange  # noqa: E402
 
@@ -151,7 +153,7 @@ def measure(name: str, answers: list[Path], record: Path) -> dict[str, Any]:
                     (a, c)
                     for a, c in s.query(Candidate.arxiv_id, Candidate.claim_id)
                     .join(LLMExchange, LLMExchange.id == Candidate.screen_exchange_id)
-                    .filter(Candidate.screen == "kept", LLMExchange.provider == "openai-screen-recheck")
+                    .filter(Candidate.screen == SCREEN_KEPT, LLMExchange.provider == RECHECK_PROVIDER)
                 }
         finally:
             store.close()

@@ -72,6 +72,8 @@ from monitor.store.runs import StageNotes
 
 TEMPLATE_NAMES = ("screen_system.j2", "screen_user.j2", "screen_correction.j2")
 RECHECK_SYSTEM = "screen_recheck_system.j2"  # the second reading's: the first's system message and more
+# `llm_exchanges.provider` of each reading's calls.
+SCREEN_PROVIDER, RECHECK_PROVIDER = "openai-screen", "openai-screen-recheck"
 
 
 def claim_ids(n: int) -> list[str]:
@@ -207,7 +209,7 @@ class LLMScreen:
                 "relevance.screen = 'llm' needs an LLM: set llm.base_url (OPENAI_BASE_URL) or an API key "
                 "(OPENAI_API_KEY)"
             )
-        self.name = "openai-screen-recheck" if again else "openai-screen"
+        self.name = RECHECK_PROVIDER if again else SCREEN_PROVIDER
         self.prompts = load_screen_prompts(settings.judge.prompts_dir, again)
         self.prompt_version = self.prompts.version
         self.model = llm.model
@@ -463,7 +465,7 @@ class ScreenWriter:
             for section, named in zip(unit.sections, kept, strict=True)
         ]
         with self.store.session() as session:
-            kept, dropped, _ = save_screen_answers(
+            kept, dropped = save_screen_answers(
                 session, answers, exchange_id, recheck=self.recheck, again=self.again
             )
         self.summary.kept += kept

@@ -92,13 +92,13 @@ def save_screen_answers(
     *,
     recheck: bool = False,
     again: bool = False,
-) -> tuple[int, int, int]:
+) -> tuple[int, int]:
     """For each (arxiv_id, version, {claim id: kept}), mark the paper version's pairs waiting for this
     reading kept or dropped: two or three statements a paper, not one a pair. The first reading's
     (`again` False) reads pending pairs; with `recheck`, those it drops for a paper it keeps for another
     claim wait for the second reading instead. The second reading's (`again`) reads the pairs waiting
-    for it, and only those: an answer never undoes another reading's. Returns (kept, dropped, left for
-    the second reading): the pairs this answer moved."""
+    for it, and only those: an answer never undoes another reading's. Returns (kept, dropped): the pairs
+    this answer settled."""
     waiting = SCREEN_RECHECK if again else SCREEN_PENDING
     counts = {SCREEN_KEPT: 0, SCREEN_DROPPED: 0, SCREEN_RECHECK: 0}
     for arxiv_id, version, kept in answers:
@@ -118,7 +118,7 @@ def save_screen_answers(
                 .values(screen=state, screen_exchange_id=exchange_id)
             )
             counts[state] += moved.rowcount or 0
-    return counts[SCREEN_KEPT], counts[SCREEN_DROPPED], counts[SCREEN_RECHECK]
+    return counts[SCREEN_KEPT], counts[SCREEN_DROPPED]
 
 
 def candidate_keys(session: Session, arxiv_ids: Iterable[str]) -> set[tuple[str, int, str]]:
