@@ -8,13 +8,14 @@ stage would make them (monitor/relevance/screen.py: claim groups of `relevance.s
 `screen_papers_per_call` papers a call, each group's prompt prefix cached from its second call on);
 the screen's second reading (`relevance.screen_recheck`) reads each group's claims again for the share
 of papers a first reading keeps for some claim of it (RECHECK_PAPER_SHARE, drawn at random per group);
-the judge reads the share of the week's pairs the screen keeps and the second look its share of those,
-all measured on a real week through the teacher (docs/relevance.md, bench/llm_path_week.py) unless
+the judge reads the share of the week's pairs the screen keeps and the second look its share of those
+(a paper's second looks sharing a call, at the measured looks a call), all measured on a real week
+through the teacher (docs/relevance.md, bench/llm_path_week.py) unless
 given. Prices are the project's defaults (gpt-4o-mini: $0.15 / $0.075 cached / $0.60 per million
 prompt / cached prompt / completion tokens), live and through the Batch API (half of each): under
-batch (`relevance.screen_batch`, `llm.batch`) the screen and the judge's first readings are at batch
-rates, and the second looks at live rates, as `monitor judge --batch` asks them live once it has
-collected the first readings (monitor/judge/batch.py). Nothing is called and nothing is stored.
+batch (`relevance.screen_batch`, `llm.batch`) the screen, the judge's first readings and their second
+looks are at batch rates (`judge.second_look_batch`; monitor/judge/batch.py). Nothing is called and
+nothing is stored.
 """
 
 from __future__ import annotations

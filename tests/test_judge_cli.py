@@ -121,11 +121,13 @@ def test_the_dry_run_table_prints_the_expected_second_looks_on_their_own_line(
     looks = estimate["second_look_estimate"]
     assert looks["looks"] > 0 and 0 < looks["cost"] < estimate["cost_estimate"]
     table = monitor(db_url, "--dry-run", "--skip-relevance")
-    line = re.search(r"second looks \(expected, live\)\s*│\s*(\d+) calls, .*\$([\d.]+)", table.stdout)
+    shown = r"second looks \(expected, live\)\s*│\s*(\d+) pairs, (\d+) calls, .*\$([\d.]+)"
+    line = re.search(shown, table.stdout)
     total = re.search(r"cost estimate \(USD, with second looks\)\s*│\s*([\d.]+)", table.stdout)
     assert line and total, table.stdout
-    assert int(line.group(1)) == looks["looks"]
-    assert float(line.group(2)) == pytest.approx(looks["cost"], abs=1e-4)
+    assert (int(line.group(1)), int(line.group(2))) == (looks["looks"], looks["calls"])
+    assert looks["calls"] <= looks["looks"]
+    assert float(line.group(3)) == pytest.approx(looks["cost"], abs=1e-4)
     assert float(total.group(1)) == pytest.approx(estimate["cost_estimate"], abs=1e-4)
     assert llm.requests == []
 
@@ -152,9 +154,10 @@ def test_the_dry_run_prices_the_second_looks_already_waiting(
     assert "nothing_pending" not in json.loads(dry.stdout)
     tokens = waiting["prompt_tokens"] + waiting["completion_tokens"]
     table = monitor(db_url, "--dry-run", "--skip-relevance", MONITOR_LLM__TOKEN_BUDGET=str(tokens - 1), **on)
-    line = re.search(r"second looks \(waiting, live\)\s*│\s*(\d+) calls, .*\$([\d.]+)", table.stdout)
-    assert line and int(line.group(1)) == 1, table.stdout
-    assert float(line.group(2)) == pytest.approx(waiting["cost"], abs=1e-4)
+    shown = r"second looks \(waiting, live\)\s*│\s*(\d+) pairs, (\d+) calls, .*\$([\d.]+)"
+    line = re.search(shown, table.stdout)
+    assert line and (int(line.group(1)), int(line.group(2))) == (1, 1), table.stdout
+    assert float(line.group(3)) == pytest.approx(waiting["cost"], abs=1e-4)
     assert "Nothing pending" not in table.stdout and "would exceed llm.token_budget" in table.stderr
     within = monitor(db_url, "--dry-run", "--skip-relevance", MONITOR_LLM__TOKEN_BUDGET=str(tokens), **on)
     assert "would exceed" not in within.stderr

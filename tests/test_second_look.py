@@ -359,3 +359,184 @@ def test_the_embedded_judge_gets_no_second_look() -> None:
     settings = Settings()
     settings.llm.api_key = SecretStr("unused")
     assert second_look_policy(settings, Embedded()) is None  # type: ignore[arg-type]
+
+
+def asked_ids(request: dict[str, Any]) -> list[str]:
+    """The claim ids a request asks about, in the order its schema lists them."""
+    schema = request["response_format"]["json_schema"]["schema"]
+    return list(schema["properties"]["assessments"]["items"]["properties"]["claim_id"]["enum"])
+
+
+def per_claim(
+    firsts: dict[str, tuple[str, str, float]], seconds: dict[str, tuple[str, str, float]], drop: str = ""
+) -> Callable[[dict[str, Any]], Reply]:
+    """First readings answer each claim as `firsts` says, second looks as `seconds` says (one answer for
+    every claim a call asks about, but none for `drop`: an answer the schema check refuses)."""
+
+    def respond(request: dict[str, Any]) -> Reply:
+        second = is_second_look(request)
+        entries = []
+        for claim_id in asked_ids(request):
+            if second and claim_id == drop:
+                continue
+            label, strength, confidence = (seconds if second else firsts)[claim_id]
+            entries.append(
+                {
+                    "claim_id": claim_id,
+                    "evidence": (SECOND_QUOTE if second else FIRST_QUOTE) if label != "UNRELATED" else "",
+                    "rationale": f"{'closer' if second else 'first'} reading of {claim_id}",
+                    "label": label,
+                    "strength": strength if label != "UNRELATED" else "none",
+                    "confidence": confidence,
+                }
+            )
+        return Reply(body=completion(json.dumps({"assessments": entries})))
+
+    return respond
+
+
+def three_claims(store: Store) -> None:
+    for claim_id in ("c0", "c1", "c2"):
+        add_claim(store, claim_id)
+        add_candidate(store, "2601.00001", claim_id)
+
+
+def by_claim(store: Store) -> dict[str, Assessment]:
+    with store.session() as s:
+        return {a.claim_id: a for a in s.scalars(select(Assessment).where(Assessment.is_current))}
+
+
+FIRSTS = {
+    "c0": ("RELAXES", "direct", 0.9),
+    "c1": ("SUPPORTS", "direct", 0.9),
+    "c2": ("UNRELATED", "none", 0.4),
+}
+
+
+def test_a_papers_waiting_pairs_share_one_second_look_call_each_answered_on_its_own(
+    store: Store, llm: ScriptedLLM
+) -> None:
+    add_paper(store, "2601.00001")
+    three_claims(store)
+    seconds = {
+        "c0": ("RELAXES", "indirect", 0.8),
+        "c1": ("UNRELATED", "none", 0.9),
+        "c2": ("UNRELATED", "none", 0.8),
+    }
+    llm.default = per_claim(FIRSTS, seconds)
+    summary = judge_pending(store, looking(llm))
+    looked = summary.second_look
+    assert looked is not None and (looked.pending, looked.agreed, looked.disagreed) == (3, 2, 1)
+    second_calls = [r.body for r in llm.chat_requests() if is_second_look(r.body)]
+    assert len(second_calls) == 1 and asked_ids(second_calls[0]) == ["c0", "c1", "c2"]
+    user = second_calls[0]["messages"][1]["content"]
+    assert user.count(ABSTRACT) == 1  # the abstract once, each claim's first reading under its own tag
+    assert [user.count(f'<first_reading claim="{c}">') for c in ("c0", "c1", "c2")] == [1, 1, 1]
+    assert "label: RELAXES; strength: direct" in user and "label: UNRELATED; strength: none" in user
+    rows = by_claim(store)
+    assert {c: rows[c].second_look for c in rows} == {"c0": "agreed", "c1": "disagreed", "c2": "agreed"}
+    with store.session() as s:
+        looks = {row.assessment_id: row for row in s.scalars(select(SecondLook))}
+    # Each pair keeps its own answer: c0 its own strength and rationale, c1 its own disagreement.
+    assert (looks[rows["c0"].id].strength, looks[rows["c0"].id].rationale) == (
+        "indirect",
+        "closer reading of c0",
+    )
+    assert (looks[rows["c1"].id].label, looks[rows["c1"].id].rationale) == (
+        "UNRELATED",
+        "closer reading of c1",
+    )
+    assert rows["c1"].id in {q.assessment_id for q in review_queue(store, looking(llm))}
+
+
+def test_a_call_carries_at_most_claims_per_call_second_looks(store: Store, llm: ScriptedLLM) -> None:
+    add_paper(store, "2601.00001")
+    for c in range(5):
+        add_claim(store, f"c{c}")
+        add_candidate(store, "2601.00001", f"c{c}")
+    everything = {f"c{c}": ("SUPPORTS", "direct", 0.9) for c in range(5)}
+    llm.default = per_claim(everything, everything)
+    settings = looking(llm)
+    settings.judge.claims_per_call = 3
+    summary = judge_pending(store, settings)
+    assert summary.second_look is not None and summary.second_look.agreed == 5
+    second_calls = [r.body for r in llm.chat_requests() if is_second_look(r.body)]
+    assert sorted(len(asked_ids(r)) for r in second_calls) == [2, 3]
+
+
+def test_a_grouped_answer_that_leaves_out_a_claim_keeps_all_its_pairs_waiting_until_a_rerun(
+    store: Store, llm: ScriptedLLM
+) -> None:
+    """An answer without an entry for one of its claims is refused whole (after its corrective turn):
+    none of the call's pairs is written, all wait, and the next run reads them again, once each."""
+    add_paper(store, "2601.00001")
+    three_claims(store)
+    agree = dict(FIRSTS)
+    llm.default = per_claim(FIRSTS, agree, drop="c1")
+    settings = looking(llm, max_retries=0)
+    summary = judge_pending(store, settings)
+    looked = summary.second_look
+    assert looked is not None and (looked.failed, looked.agreed, looked.pending_left) == (3, 0, 3)
+    corrective = [
+        r.body for r in llm.chat_requests() if is_second_look(r.body) and len(r.body["messages"]) > 2
+    ]
+    assert corrective and "c0, c1, c2" in corrective[0]["messages"][-1]["content"]
+    assert {a.second_look for a in by_claim(store).values()} == {"pending"}
+
+    llm.default = per_claim(FIRSTS, agree)
+    again = judge_pending(store, settings)
+    assert again.judged == 0 and again.second_look is not None and again.second_look.agreed == 3
+    with store.session() as s:
+        assert len(list(s.scalars(select(SecondLook)))) == 3
+
+
+def test_a_batch_line_carries_a_papers_second_looks_and_writes_each(store: Store, llm: ScriptedLLM) -> None:
+    add_paper(store, "2601.00001")
+    three_claims(store)
+    seconds = {
+        "c0": ("RELAXES", "indirect", 0.8),
+        "c1": ("SUPPORTS", "weak", 0.7),
+        "c2": ("RELAXES", "weak", 0.6),
+    }
+    llm.default = per_claim(FIRSTS, seconds)
+    llm.batches.ready = True
+    settings = looking(llm, batch_poll_seconds=0.01)
+    summary = run_batch(store, settings, make_judge(settings), wait=True)
+    looked = summary.second_look
+    assert looked is not None and (looked.batches_submitted, looked.agreed, looked.disagreed) == (1, 2, 1)
+    second_batch = list(llm.batches.batches.values())[-1]
+    uploaded = [
+        json.loads(line) for line in llm.batches.files[second_batch["input_file_id"]].decode().splitlines()
+    ]
+    assert [asked_ids(u["body"]) for u in uploaded] == [["c0", "c1", "c2"]]
+    rows = by_claim(store)
+    assert {c: rows[c].second_look for c in rows} == {"c0": "agreed", "c1": "agreed", "c2": "disagreed"}
+    assert llm.chat_requests() == []
+
+
+def test_the_dry_run_prices_a_papers_second_looks_as_one_call(store: Store, llm: ScriptedLLM) -> None:
+    """Waiting second looks are priced as they will be asked (a paper's in one call, its system prompt
+    cached from the second call on), and expected ones at the measured looks a call."""
+    from monitor.judge.second_look import expected_second_looks, waiting_second_looks
+    from monitor.llm.texts import ClaimText, PaperText
+
+    add_paper(store, "2601.00001")
+    add_paper(store, "2601.00002")
+    three_claims(store)
+    add_candidate(store, "2601.00002", "c0")
+    settings = looking(llm, max_retries=0)
+    answer = per_claim(FIRSTS, FIRSTS)
+    # The first readings are written; their second looks fail and wait.
+    llm.default = lambda r: Reply(503, error_body("overloaded")) if is_second_look(r) else answer(r)
+    judge_pending(store, settings)
+    waiting = waiting_second_looks(store, settings)
+    assert (waiting.looks, waiting.calls) == (4, 2)
+    assert waiting.completion_tokens == 4 * 260
+
+    paper = PaperText("2601.00009", 1, "A title", ABSTRACT, "2026-01-02")
+    sample = [(paper, ClaimText(f"c{c}", f"Claim {c}: RL updates few parameters")) for c in range(3)]
+    grouped = expected_second_looks(settings, 100, sample, share=0.5, per_call=2.5)
+    alone = expected_second_looks(settings, 100, sample, share=0.5, per_call=1.0)
+    assert (grouped.looks, grouped.calls, alone.calls) == (50, 20, 50)
+    assert grouped.completion_tokens == alone.completion_tokens
+    assert grouped.prompt_tokens < alone.prompt_tokens and grouped.cost < alone.cost

@@ -286,16 +286,12 @@ def _print_judge_summary(data: dict[str, object]) -> None:
     cost = "cost estimate (USD)"
     looks: Any = data.get("second_look_estimate")
     if looks is not None:  # a dry run's: the calls and tokens above are the first readings'
-        # One call a pair, by batch under --batch (unless judge.second_look_batch is off), else live.
-        tokens = looks["prompt_tokens"] + looks["completion_tokens"]
-        shown = f"{looks['looks']} calls, ~{tokens:,} tokens, ${looks['cost']:.4f}"
-        rows += [(f"second looks (expected, {_how(looks)})", shown)]
+        # By batch under --batch (unless judge.second_look_batch is off), else live.
+        rows += [(f"second looks (expected, {_how(looks)})", _looks_shown(looks))]
         cost = "cost estimate (USD, with second looks)"
     waiting: Any = data.get("second_looks_waiting")
     if waiting and waiting["looks"]:  # left by an earlier run: a run asks them too
-        tokens = waiting["prompt_tokens"] + waiting["completion_tokens"]
-        shown = f"{waiting['looks']} calls, ~{tokens:,} tokens, ${waiting['cost']:.4f}"
-        rows += [(f"second looks (waiting, {_how(waiting)})", shown)]
+        rows += [(f"second looks (waiting, {_how(waiting)})", _looks_shown(waiting))]
     rows += [(cost, f"{float(data['cost_estimate']):.4f}")]  # type: ignore[arg-type]
     if data.get("batches_submitted") or data.get("batches_waiting") or data.get("batches_collected"):
         rows += [("batches submitted", data["batches_submitted"])]
@@ -318,6 +314,12 @@ def _print_judge_summary(data: dict[str, object]) -> None:
 
 def _how(looks: dict[str, Any]) -> str:
     return "Batch API" if looks.get("batch") else "live"
+
+
+def _looks_shown(looks: dict[str, Any]) -> str:
+    """Second looks as the table prints them: pairs, the calls they share (a paper's in one), tokens, USD."""
+    tokens = looks["prompt_tokens"] + looks["completion_tokens"]
+    return f"{looks['looks']} pairs, {looks['calls']} calls, ~{tokens:,} tokens, ${looks['cost']:.4f}"
 
 
 def _left(data: dict[str, object]) -> str:

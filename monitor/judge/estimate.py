@@ -48,19 +48,25 @@ SHARES = (0.02, 0.05, 0.10, 0.20)
 class ShippedKeep:
     """What the LLM screen keeps of the pairs it reads (`share`), until a store has screened enough of
     its own (`SCREEN_TALLY_MIN` answers), how many kept pairs a judge call carries (`per_call`: a
-    paper's kept claims share its call, four a call), and the share of them a second look reads (under
-    `judge.second_look` "all" or "moving")."""
+    paper's kept claims share its call, four a call), the share of them a second look reads (under
+    `judge.second_look` "all" or "moving"), and how many second looks a call carries (a paper's share
+    its call too)."""
 
     share: float
     per_call: float
     second_looks: float
+    second_looks_per_call: float
 
 
 # Measured on a random 200 papers of the sample's last week, a whole real week of cs.CL/cs.LG/cs.AI,
 # the teacher screening, judging and looking again (docs/relevance.md): with the second reading
-# (relevance.screen_recheck) 122 of 7,000 pairs kept, in 46 judge calls, 55 second looks; of them the
-# first reading's 74, in 38 calls, 48 second looks (its extra pairs are mostly plainly UNRELATED).
-SHIPPED_KEEP = {True: ShippedKeep(0.0174, 2.65, 55 / 122), False: ShippedKeep(0.0106, 1.95, 48 / 74)}
+# (relevance.screen_recheck) 122 of 7,000 pairs kept, in 46 judge calls, 55 second looks in 29 calls; of
+# them the first reading's 74, in 38 calls, 48 second looks (its extra pairs are mostly plainly
+# UNRELATED), their calls not counted: priced as one look a call, the most they can take.
+SHIPPED_KEEP = {
+    True: ShippedKeep(0.0174, 2.65, 55 / 122, 55 / 29),
+    False: ShippedKeep(0.0106, 1.95, 48 / 74, 1.0),
+}
 SCREEN_TALLY_MIN = 2000
 
 
@@ -77,6 +83,7 @@ class AfterScreen:
     pairs: int
     judge_calls: int
     second_looks: int
+    second_look_calls: int
     prompt_tokens: int
     cached_tokens: int
     completion_tokens: int
@@ -137,9 +144,13 @@ def price_kept(
     sample = priced_sample(sample)
     batch = settings.llm.batch if batch is None else batch
     if not sample or not pairs:
-        return AfterScreen(share, measured, pairs, 0, 0, 0, 0, 0, 0.0, 0.0, batch, by_batch(settings, batch))
-    expected = shipped_keep(settings).second_looks if second_looks is None else second_looks
-    looks = expected_second_looks(settings, pairs, sample, by_batch(settings, batch), expected)
+        nothing = (0, 0, 0, 0, 0, 0, 0.0, 0.0)  # calls, looks, their calls, tokens, costs
+        return AfterScreen(share, measured, pairs, *nothing, batch, by_batch(settings, batch))
+    shipped = shipped_keep(settings)
+    expected = shipped.second_looks if second_looks is None else second_looks
+    looks = expected_second_looks(
+        settings, pairs, sample, by_batch(settings, batch), expected, shipped.second_looks_per_call
+    )
     system = estimate_tokens(prompts.system())
     calls = max(1, round(pairs / min(shipped_keep(settings).per_call, settings.judge.claims_per_call)))
     per_call = pairs / calls  # kept claims a call carries, on average
@@ -157,6 +168,7 @@ def price_kept(
         pairs,
         calls,
         looks.looks,
+        looks.calls,
         judge_prompt + looks.prompt_tokens,
         judge_cached + looks.cached_tokens,
         judge_completion + looks.completion_tokens,

@@ -7,7 +7,9 @@ in order, which sentences of the abstract report findings, whether one speaks to
 the first reading's quote and rationale hold, then labels the pair itself and words it no stronger
 than the finding (what "direct" needs; a mitigation relaxes a claim only where it was tested;
 background is no finding and an unmeasured remark weak at most), since its strength, quote and
-rationale are what the digest prints; `llm.review_model` names a stronger model for it. The
+rationale are what the digest prints; `llm.review_model` names a stronger model for it. A paper's
+waiting pairs are read in one call, as its first readings are (`pending_units`; each claim gets its own
+first reading shown and its own quote back), so its abstract and the system prompt are paid once. The
 assessment waits (`assessments.second_look = 'pending'`) and counts toward no verdict until then,
 whether its first reading came live or by Batch API (whose answers get their second reading by a
 batch of their own once collected, `second_look_batches`, or live with `judge.second_look_batch` off:
@@ -17,7 +19,7 @@ SECOND_LOOK_SHARE of the pairs judged to wait and prices their second readings a
 asks too, likewise (`waiting_second_looks`). Where the second reading gives the same label, the pair
 counts with the second reading's strength, and its quote and rationale where its quote is grounded;
 where it differs, the pair goes to the curator's queue (`monitor review`) and counts for nothing until a
-curator decides. Each answer commits on its own; a failed call leaves the pair pending for the next run.
+curator decides. Each answer commits on its own; a failed call leaves its pairs pending for the next run.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from monitor.llm.prompts import Templates, load_templates
 from monitor.llm.recorder import ExchangeRecorder
 from monitor.llm.texts import ClaimText, PaperText, Recorder
 from monitor.llm.transport import ChatTransport, Mode, Question
-from monitor.llm.units import CallCounts, Pair, WorkUnit
+from monitor.llm.units import CallCounts, Pair, WorkUnit, estimate_units, group_units
 from monitor.store.assessments import add_second_look, count_second_looks_pending, pending_second_looks
 from monitor.store.db import Store
 from monitor.store.runs import StageNotes
@@ -55,6 +57,8 @@ ANSWER_TOKENS = 260  # a second reading's answer: a quote, a longer rationale, l
 # UNRELATED; "moving" skips the one SUPPORTS or RELAXES at 0.7 or more, so reads as many). Earlier prompts'
 # answers gave 133 and 189 of 242. What a dry run expects (`expected_second_looks`).
 SECOND_LOOK_SHARE = {"all": 0.67, "moving": 0.67, "none": 0.0}
+# A paper's waiting pairs share a call (`pending_units`): on that week the 162 took 64 calls.
+SECOND_LOOK_PER_CALL = 162 / 64
 SAMPLED_PAIRS = 200  # pairs whose prompts are rendered to price an estimate
 BATCH_STAGE: Stage = "second"  # `judge_batches.stage` of second-look batches
 
@@ -92,6 +96,9 @@ class FirstReading:
     rationale: str
 
 
+Look = tuple[ClaimText, FirstReading]  # a claim and its first reading, as a second-look call shows them
+
+
 @dataclass(frozen=True)
 class SecondLookPrompts:
     templates: Templates
@@ -100,16 +107,16 @@ class SecondLookPrompts:
     def version(self) -> str:
         return self.templates.version
 
-    def messages(self, paper: PaperText, claim: ClaimText, first: FirstReading) -> list[dict[str, str]]:
+    def messages(self, paper: PaperText, looks: Sequence[Look]) -> list[dict[str, str]]:
         shown = paper.for_prompt()
-        user = self.templates.render("second_look_user.j2", paper=shown, claim=claim, first=first)
+        user = self.templates.render("second_look_user.j2", paper=shown, looks=list(looks))
         return [
             {"role": "system", "content": self.templates.render("second_look_system.j2")},
             {"role": "user", "content": user},
         ]
 
-    def correction(self, problem: str, claim_id: str) -> str:
-        return self.templates.render("judge_correction.j2", problem=problem, claim_ids=[claim_id])
+    def correction(self, problem: str, claim_ids: list[str]) -> str:
+        return self.templates.render("judge_correction.j2", problem=problem, claim_ids=claim_ids)
 
 
 def load_second_look_prompts(directory: Path | None = None) -> SecondLookPrompts:
@@ -133,33 +140,33 @@ class SecondLooker:
         self.transport = ChatTransport(llm, self.name, self.prompt_version, client, connect)
         self.firsts: dict[str, FirstReading] = {}  # by pair key: what each unit's question shows
 
-    def question(self, paper: PaperText, claim: ClaimText, first: FirstReading) -> Question[list[Judgement]]:
+    def question(self, paper: PaperText, looks: Sequence[Look]) -> Question[list[Judgement]]:
+        """One call's question: the paper's claims waiting for a second look, each with its first reading;
+        the answers come back in `looks`' order."""
+        ids = [claim.id for claim, _ in looks]
         return Question(
-            messages=self.prompts.messages(paper, claim, first),
+            messages=self.prompts.messages(paper, looks),
             schema_name="claim_assessments",
-            schema=lambda bounds: response_schema([claim.id], bounds=bounds),
-            max_tokens=ANSWER_TOKENS * 2,
-            parse=lambda text: parse_answer(text, [claim.id]),
-            correction=lambda problem: self.prompts.correction(problem, claim.id),
+            schema=lambda bounds: response_schema(ids, bounds=bounds),
+            max_tokens=ANSWER_TOKENS * 2 * len(ids),
+            parse=lambda text: in_order(parse_answer(text, ids), ids),
+            correction=lambda problem: self.prompts.correction(problem, ids),
         )
 
     @property
     def mode(self) -> Mode | None:
         return self.transport.mode
 
-    def remember(self, pending: Sequence[tuple[WorkUnit, FirstReading, int]]) -> list[WorkUnit]:
-        """The units of `pending` (`pending_units`), each with the first reading its question shows."""
-        for unit, first, _ in pending:
-            self.firsts[unit.pairs[0].ref] = first
-        return [unit for unit, _, _ in pending]
+    def remember(self, pending: Waiting) -> list[WorkUnit]:
+        """The units of `pending` (`pending_units`), each pair's first reading kept for its question."""
+        self.firsts.update(pending.firsts)
+        return pending.units
 
     def unit_question(self, unit: WorkUnit) -> Question[list[Judgement]]:
-        pair = unit.pairs[0]
-        return self.question(unit.paper, pair.claim, self.firsts[pair.ref])
+        return self.question(unit.paper, [(pair.claim, self.firsts[pair.ref]) for pair in unit.pairs])
 
-    def look(self, unit: WorkUnit, recorder: Recorder | None) -> tuple[Judgement, int | None]:
-        answers, exchange_id = self.transport.ask(self.unit_question(unit), unit.label, recorder)
-        return answers[0], exchange_id
+    def look(self, unit: WorkUnit, recorder: Recorder | None) -> tuple[list[Judgement], int | None]:
+        return self.transport.ask(self.unit_question(unit), unit.label, recorder)
 
 
 @dataclass
@@ -216,23 +223,38 @@ class SecondLookSummary(CallCounts):
         return StageNotes(tokens=self.tokens, warnings=warnings)
 
 
-def pending_units(
-    store: Store, claim_ids: Sequence[str] | None = None
-) -> list[tuple[WorkUnit, FirstReading, int]]:
-    """Each assessment waiting for its second look: a one-pair unit, the first reading, its row id."""
+@dataclass(frozen=True)
+class Waiting:
+    """The assessments waiting for their second look, as calls: a paper version's in units of up to
+    `judge.claims_per_call` (each pair's `ref` its assessment id), and each one's first reading by ref."""
+
+    units: list[WorkUnit]
+    firsts: dict[str, FirstReading]
+
+
+def pending_units(store: Store, settings: Settings, claim_ids: Sequence[str] | None = None) -> Waiting:
+    """Every assessment (of `claim_ids`) waiting for its second look. A paper's waiting pairs share a call
+    as its first readings do (`group_units`): the abstract and the system prompt are paid once."""
     with store.session() as session:
         rows = pending_second_looks(session, claim_ids)
-    out = []
+    pairs: list[tuple[PaperText, Pair]] = []
+    firsts: dict[str, FirstReading] = {}
     for (
         assessment_id, arxiv_id, version, claim_id, text, date_text, title, abstract, published,
         label, strength, confidence, evidence, rationale,
     ) in rows:
         day = published.isoformat() if published else None
         paper = PaperText(arxiv_id, version, title or "", abstract or "", day)
-        unit = WorkUnit.of(paper, [Pair(ClaimText(claim_id, text, date_text), str(assessment_id))])
+        pairs.append((paper, Pair(ClaimText(claim_id, text, date_text), str(assessment_id))))
         first = FirstReading(label, strength, float(confidence), evidence or "", rationale or "")
-        out.append((unit, first, int(assessment_id)))
-    return out
+        firsts[str(assessment_id)] = first
+    return Waiting(group_units(pairs, settings.judge.claims_per_call), firsts)
+
+
+def in_order(answers: list[Judgement], claim_ids: list[str]) -> list[Judgement]:
+    """`answers` (one per claim id, as parse_answer checked) in the order of `claim_ids`."""
+    by_claim = {answer.claim_id: answer for answer in answers}
+    return [by_claim[claim_id] for claim_id in claim_ids]
 
 
 class SecondLookWriter:
@@ -241,15 +263,19 @@ class SecondLookWriter:
     def __init__(self, store: Store, looker: SecondLooker, summary: SecondLookSummary, run_id: int | None):
         self.store, self.looker, self.summary, self.run_id = store, looker, summary, run_id
 
-    def parse(self, unit: WorkUnit, text: str | None) -> Judgement:
-        return parse_answer(text, [unit.pairs[0].claim.id])[0]
+    def parse(self, unit: WorkUnit, text: str | None) -> list[Judgement]:
+        ids = [pair.claim.id for pair in unit.pairs]
+        return in_order(parse_answer(text, ids), ids)
 
-    def write(self, unit: WorkUnit, second: Judgement, exchange_id: int | None) -> None:
-        pair = unit.pairs[0]
+    def write(self, unit: WorkUnit, seconds: list[Judgement], exchange_id: int | None) -> None:
+        for pair, second in zip(unit.pairs, seconds, strict=True):
+            self._write(unit.paper, pair, second, exchange_id)
+
+    def _write(self, paper: PaperText, pair: Pair, second: Judgement, exchange_id: int | None) -> None:
         first = self.looker.firsts.get(pair.ref)
         if first is None:  # a batch's answer for a label that got its second reading meanwhile (live)
             return
-        grounding = ground(second, unit.paper, pair.claim.text)
+        grounding = ground(second, paper, pair.claim.text)
         agrees = second.label == first.label
         row: dict[str, Any] = {
             "assessment_id": int(pair.ref),
@@ -272,7 +298,7 @@ class SecondLookWriter:
             self.summary.disagreed += 0 if agrees else 1
 
     def fail(self, unit: WorkUnit, message: str, error: MonitorError | None = None) -> None:
-        self.summary.failed += 1
+        self.summary.failed += len(unit.pairs)
         self.summary.errors.append(message)
 
 
@@ -286,7 +312,7 @@ class SecondReading:
     def read(self, paper: PaperText, claim: ClaimText, first: Judgement) -> Judgement:
         """The second reading of one first answer (raises JudgeError like the judge)."""
         reading = FirstReading(first.label, first.strength, first.confidence, first.evidence, first.rationale)
-        question = self.looker.question(paper, claim, reading)
+        question = self.looker.question(paper, [(claim, reading)])
         answers, _ = self.looker.transport.ask(question, paper.arxiv_id, None)
         return answers[0]
 
@@ -299,14 +325,13 @@ def second_reading(settings: Settings, judge: Judge) -> SecondReading | None:
 
 
 def estimate_second_looks(units: Sequence[WorkUnit], looker: SecondLooker) -> tuple[int, int]:
-    """Each unit's estimated tokens (its messages and answer); the (prompt, completion) totals."""
-    prompt_total = 0
-    for unit in units:
-        question = looker.unit_question(unit)
-        asked = sum(estimate_tokens(m["content"]) for m in question.messages)
-        unit.estimated_tokens = asked + ANSWER_TOKENS
-        prompt_total += asked
-    return prompt_total, ANSWER_TOKENS * len(units)
+    """Each unit's estimated tokens (its messages, and ANSWER_TOKENS a pair); the (prompt, completion)
+    totals."""
+    return estimate_units(
+        units,
+        lambda unit: sum(estimate_tokens(m["content"]) for m in looker.unit_question(unit).messages),
+        lambda pairs: ANSWER_TOKENS * pairs,
+    )
 
 
 def by_batch(settings: Settings, batch: bool) -> bool:
@@ -331,12 +356,17 @@ class SecondLookEstimate:
     """Some second readings a run would ask, and their price (a dry run's): those judging the pending
     pairs is expected to need (`expected_second_looks`), or those already waiting (`waiting_second_looks`)."""
 
-    looks: int
+    looks: int  # pairs read again
+    calls: int  # a paper's waiting pairs share a call (`pending_units`)
     prompt_tokens: int
     cached_tokens: int  # of prompt_tokens: the system prompt, cached from the second call on
     completion_tokens: int
     cost: float  # at live rates, or Batch API ones where they go by batch (`second_look_cost`)
     batch: bool = False  # asked by Batch API (`by_batch`)
+
+    @classmethod
+    def none(cls) -> SecondLookEstimate:
+        return cls(0, 0, 0, 0, 0, 0.0)
 
     @property
     def tokens(self) -> int:
@@ -347,13 +377,21 @@ class SecondLookEstimate:
 
     @classmethod
     def priced(
-        cls, settings: Settings, looks: int, prompt: int, completion: int, system: str, batch: bool = False
+        cls,
+        settings: Settings,
+        looks: int,
+        calls: int,
+        prompt: int,
+        completion: int,
+        system: str,
+        batch: bool = False,
     ) -> SecondLookEstimate:
-        """`looks` second readings of `prompt` + `completion` tokens, the `system` prompt cached from the
-        second call on, at Batch API rates with `batch` (`by_batch`), else live (`second_look_cost`)."""
-        cached = (looks - 1) * cached_prefix(estimate_tokens(system))
+        """`looks` second readings in `calls` calls of `prompt` + `completion` tokens in all, the `system`
+        prompt cached from the second call on, at Batch API rates with `batch` (`by_batch`), else live
+        (`second_look_cost`)."""
+        cached = (calls - 1) * cached_prefix(estimate_tokens(system))
         cost = second_look_cost(settings, prompt, completion, cached, batch)
-        return cls(looks, prompt, cached, completion, cost, batch)
+        return cls(looks, calls, prompt, cached, completion, cost, batch)
 
 
 def priced_sample(pairs: Sequence[tuple[PaperText, ClaimText]]) -> list[tuple[PaperText, ClaimText]]:
@@ -367,27 +405,37 @@ def expected_second_looks(
     sample: Sequence[tuple[PaperText, ClaimText]],
     batch: bool = False,
     share: float | None = None,
+    per_call: float | None = None,
 ) -> SecondLookEstimate:
     """The second looks expected of judging `judged` pairs by an LLM judge under `settings`: their share
     under `judge.second_look` (SECOND_LOOK_SHARE, or the `share` a caller measured for its kind of pairs
-    under a policy that reads any: the screen's, judge/estimate.py), each priced as the mean of the
-    second-look prompts of (up to SAMPLED_PAIRS of) `sample`'s pairs, shown a bearing first reading, and
-    ANSWER_TOKENS of answer, at Batch API rates with `batch` (`by_batch`), else live
-    (`second_look_cost`). Calls nothing. A caller holding the judge asks `second_look_policy` first: a
-    judge it gives no second look expects none."""
+    under a policy that reads any: the screen's, judge/estimate.py), `per_call` of them a call (default
+    SECOND_LOOK_PER_CALL; at most `judge.claims_per_call`), each call priced from the second-look prompts
+    of (up to SAMPLED_PAIRS of) `sample`'s pairs, shown a bearing first reading, and ANSWER_TOKENS of
+    answer a look, at Batch API rates with `batch` (`by_batch`), else live (`second_look_cost`). Calls
+    nothing. A caller holding the judge asks `second_look_policy` first: a judge it gives no second look
+    expects none."""
     policy = SECOND_LOOK_SHARE.get(settings.judge.second_look, 0.0)
     looks = round(judged * (share if share is not None and policy else policy))
     sample = priced_sample(sample)
     if not looks or not sample:
-        return SecondLookEstimate(0, 0, 0, 0, 0.0)
+        return SecondLookEstimate.none()
+    per_call = min(per_call or SECOND_LOOK_PER_CALL, settings.judge.claims_per_call)
+    calls = max(1, round(looks / per_call))
     looker = SecondLooker(settings, connect=False)
     first = FirstReading("RELAXES", "direct", 0.8, "x" * 120, "x" * 200)
-    asked = [looker.question(paper, claim, first).messages for paper, claim in sample]
-    each = sum(sum(estimate_tokens(m["content"]) for m in messages) for messages in asked) / len(sample)
-    system = asked[0][0]["content"]
-    return SecondLookEstimate.priced(
-        settings, looks, round(looks * each), looks * ANSWER_TOKENS, system, batch
-    )
+
+    def mean_tokens(times: int) -> float:
+        asked = [looker.question(paper, [(claim, first)] * times).messages for paper, claim in sample]
+        return sum(sum(estimate_tokens(m["content"]) for m in messages) for messages in asked) / len(sample)
+
+    # A call: the system prompt, the paper once, and each look's claim and first reading (a look's part:
+    # a prompt of two looks less a prompt of one).
+    one, two = mean_tokens(1), mean_tokens(2)
+    prompt = round(calls * one + (looks - calls) * (two - one))
+    paper, claim = sample[0]
+    system = looker.question(paper, [(claim, first)]).messages[0]["content"]
+    return SecondLookEstimate.priced(settings, looks, calls, prompt, looks * ANSWER_TOKENS, system, batch)
 
 
 def waiting_second_looks(
@@ -399,14 +447,15 @@ def waiting_second_looks(
     (`by_batch`), else live (`second_look_cost`), the system prompt cached from the second call on as in
     `expected_second_looks`. Calls nothing; a caller asks `second_look_policy` first, as a run does
     before asking them."""
-    pending = pending_units(store, claim_ids)
-    if not pending:
-        return SecondLookEstimate(0, 0, 0, 0, 0.0)
+    pending = pending_units(store, settings, claim_ids)
+    if not pending.units:
+        return SecondLookEstimate.none()
     looker = SecondLooker(settings, connect=False)
     units = looker.remember(pending)
     prompt, completion = estimate_second_looks(units, looker)
     system = looker.unit_question(units[0]).messages[0]["content"]
-    return SecondLookEstimate.priced(settings, len(units), prompt, completion, system, batch)
+    looks = len(pending.firsts)
+    return SecondLookEstimate.priced(settings, looks, len(units), prompt, completion, system, batch)
 
 
 def second_look_pending(
@@ -423,9 +472,9 @@ def second_look_pending(
     began = time.monotonic()
     budget = budget or TokenBudget.of(settings.llm)
     summary = SecondLookSummary()
-    pending = pending_units(store, claim_ids)
-    summary.pending = len(pending)
-    if pending:
+    pending = pending_units(store, settings, claim_ids)
+    summary.pending = len(pending.firsts)
+    if pending.units:
         looker = looker or SecondLooker(settings)
         recorder = ExchangeRecorder(store, run_id)
         units = looker.remember(pending)
@@ -471,10 +520,10 @@ def second_look_batches(
     writer = SecondLookWriter(store, looker, summary, run_id)
     engine = BatchRun(store, BATCH_STAGE, looker, writer, recorder, summary)
     # A batch may carry any claim's pairs: each waiting first reading is what its answer is checked against.
-    looker.remember(pending_units(store))
+    looker.remember(pending_units(store, settings))
     engine.collect()
-    units = engine.not_carried([unit for unit, _, _ in pending_units(store, claim_ids)])
-    summary.pending = len(units)
+    units = engine.not_carried(pending_units(store, settings, claim_ids).units)
+    summary.pending = sum(len(unit.pairs) for unit in units)
     if submit and units:
         estimate_second_looks(units, looker)
         left = engine.submit(units, settings.llm.model_copy(update={"token_budget": budget.left}), run_id)

@@ -94,7 +94,7 @@ SECOND_PENDING, SECOND_AGREED, SECOND_DISAGREED = "pending", "agreed", "disagree
 def pending_second_looks(session: Session, claim_ids: Sequence[str] | None = None) -> list[Row[Any]]:
     """Current assessments waiting for their second look (of `claim_ids`, if given), with what the second
     reader reads: (assessment id, arxiv_id, version, claim id, claim text, claim date text, title,
-    abstract, published, label, strength, confidence, evidence, rationale), paper by paper."""
+    abstract, published, label, strength, confidence, evidence, rationale), paper version by paper version."""
     query = (
         select(
             Assessment.id,
@@ -119,7 +119,7 @@ def pending_second_looks(session: Session, claim_ids: Sequence[str] | None = Non
             (PaperVersion.arxiv_id == Assessment.arxiv_id) & (PaperVersion.version == Assessment.version),
         )
         .where(Assessment.is_current, Assessment.second_look == SECOND_PENDING)
-        .order_by(Assessment.arxiv_id, Assessment.claim_id)
+        .order_by(Assessment.arxiv_id, Assessment.version, Assessment.claim_id)
     )
     if claim_ids:
         query = query.where(Assessment.claim_id.in_(list(claim_ids)))
