@@ -396,6 +396,8 @@ def per_claim(
 
 
 def three_claims(store: Store) -> None:
+    """One paper, three claims it is a candidate for."""
+    add_paper(store, "2601.00001")
     for claim_id in ("c0", "c1", "c2"):
         add_claim(store, claim_id)
         add_candidate(store, "2601.00001", claim_id)
@@ -416,7 +418,6 @@ FIRSTS = {
 def test_a_papers_waiting_pairs_share_one_second_look_call_each_answered_on_its_own(
     store: Store, llm: ScriptedLLM
 ) -> None:
-    add_paper(store, "2601.00001")
     three_claims(store)
     seconds = {
         "c0": ("RELAXES", "indirect", 0.8),
@@ -469,7 +470,6 @@ def test_a_grouped_answer_that_leaves_out_a_claim_keeps_all_its_pairs_waiting_un
 ) -> None:
     """An answer without an entry for one of its claims is refused whole (after its corrective turn):
     none of the call's pairs is written, all wait, and the next run reads them again, once each."""
-    add_paper(store, "2601.00001")
     three_claims(store)
     agree = dict(FIRSTS)
     llm.default = per_claim(FIRSTS, agree, drop="c1")
@@ -491,7 +491,6 @@ def test_a_grouped_answer_that_leaves_out_a_claim_keeps_all_its_pairs_waiting_un
 
 
 def test_a_batch_line_carries_a_papers_second_looks_and_writes_each(store: Store, llm: ScriptedLLM) -> None:
-    add_paper(store, "2601.00001")
     three_claims(store)
     seconds = {
         "c0": ("RELAXES", "indirect", 0.8),
@@ -520,9 +519,8 @@ def test_the_dry_run_prices_a_papers_second_looks_as_one_call(store: Store, llm:
     from monitor.judge.second_look import expected_second_looks, waiting_second_looks
     from monitor.llm.texts import ClaimText, PaperText
 
-    add_paper(store, "2601.00001")
-    add_paper(store, "2601.00002")
     three_claims(store)
+    add_paper(store, "2601.00002")
     add_candidate(store, "2601.00002", "c0")
     settings = looking(llm, max_retries=0)
     answer = per_claim(FIRSTS, FIRSTS)
