@@ -62,7 +62,7 @@ class ShippedKeep:
 # the teacher screening, judging and looking again (docs/relevance.md): with the second reading
 # (relevance.screen_recheck) 122 of 7,000 pairs kept, in 46 judge calls, 55 second looks in 29 calls; of
 # them the first reading's 74, in 38 calls, 48 second looks (its extra pairs are mostly plainly
-# UNRELATED), their calls not counted: priced as one look a call, the most they can take.
+# UNRELATED), their calls not counted: priced as one look a call, an upper bound.
 SHIPPED_KEEP = {
     True: ShippedKeep(0.0174, 2.65, 55 / 122, 55 / 29),
     False: ShippedKeep(0.0106, 1.95, 48 / 74, 1.0),
@@ -152,7 +152,7 @@ def price_kept(
         settings, pairs, sample, by_batch(settings, batch), expected, shipped.second_looks_per_call
     )
     system = estimate_tokens(prompts.system())
-    calls = max(1, round(pairs / min(shipped_keep(settings).per_call, settings.judge.claims_per_call)))
+    calls = max(1, round(pairs / min(shipped.per_call, settings.judge.claims_per_call)))
     per_call = pairs / calls  # kept claims a call carries, on average
     # A call's user prompt: the paper once and its claims (a claim's part: the prompt with two claims
     # less the prompt with one).
