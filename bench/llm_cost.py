@@ -36,6 +36,7 @@ from scale import SEED_CLAIMS, library, seed_texts, week  # noqa: E402
 from monitor.claims.importer import import_claims  # noqa: E402
 from monitor.config import Settings  # noqa: E402
 from monitor.judge.estimate import price_kept, shipped_keep  # noqa: E402
+from monitor.judge.second_look import LookRate  # noqa: E402
 from monitor.llm.cost import token_cost  # noqa: E402
 from monitor.llm.texts import ClaimText, PaperText  # noqa: E402
 from monitor.relevance.screen import RECHECK_PAPER_SHARE, ScreenCounter, load_screen_prompts  # noqa: E402
@@ -107,7 +108,10 @@ def main() -> None:
             }
         )
         share = args.keep_share or shipped_keep(settings).share
-        kept = price_kept(priced, pairs, share, sample, second_looks=args.second_look_share)
+        looks = shipped_keep(priced).looks
+        if args.second_look_share is not None:  # another share, each look a call as measured
+            looks = LookRate(args.second_look_share, looks.per_call)
+        kept = price_kept(priced, pairs, share, sample, looks=looks)
         screen_usd, recheck_usd = (
             token_cost(priced, c.prompt_tokens, c.completion_tokens, batch, c.cached_tokens)
             for c in (screen, recheck)

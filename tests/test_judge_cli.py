@@ -394,7 +394,7 @@ def test_a_batch_dry_run_is_priced_at_batch_rates_and_leaves_the_callers_setting
     from monitor.config import Settings
     from monitor.judge.estimate import price_kept, shipped_keep
     from monitor.judge.factory import make_judge
-    from monitor.judge.second_look import SECOND_LOOK_SHARE
+    from monitor.judge.second_look import JUDGED_LOOKS
     from monitor.judge.work import pending_units
     from monitor.schedule.judging import JudgeRequest, judge_once
     from monitor.schedule.signals import StopFlag
@@ -416,7 +416,7 @@ def test_a_batch_dry_run_is_priced_at_batch_rates_and_leaves_the_callers_setting
     assert looks is not None and batched is not None and looks.cost > 0
     assert (looks.batch, batched.batch, batched.looks) == (False, True, looks.looks)
     assert batched.cost == pytest.approx(looks.cost / 2)
-    assert live.pending == 6 and looks.looks == round(6 * SECOND_LOOK_SHARE[settings.judge.second_look])
+    assert live.pending == 6 and looks.looks == round(6 * JUDGED_LOOKS.share)
     first = live.cost_estimate - looks.cost
     assert first > 0 and batch.cost_estimate == pytest.approx(live.cost_estimate / 2)
     # Every pending pair kept by a screen: at the same share of second looks, judging them would expect
@@ -424,11 +424,10 @@ def test_a_batch_dry_run_is_priced_at_batch_rates_and_leaves_the_callers_setting
     # a screen keeps (its second reading's extra pairs are mostly plainly UNRELATED: fewer looks).
     judge = make_judge(settings, connect=False)
     pairs = [(u.paper, c) for u in pending_units(store, judge) for c in u.claims]
-    share = SECOND_LOOK_SHARE[settings.judge.second_look]
-    kept = price_kept(settings, live.pending, 1.0, pairs, second_looks=share)
+    kept = price_kept(settings, live.pending, 1.0, pairs, looks=JUDGED_LOOKS)
     assert (kept.second_looks, kept.second_look_cost) == (looks.looks, looks.cost)
     screened = price_kept(settings, live.pending, 1.0, pairs)
-    assert screened.second_looks == round(6 * shipped_keep(settings).second_looks) < looks.looks
+    assert screened.second_looks == round(6 * shipped_keep(settings).looks.share) < looks.looks
     assert settings.llm.batch is False
 
     settings.judge.second_look_batch = False  # asked live after the batch: at live prices

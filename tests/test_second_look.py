@@ -516,7 +516,7 @@ def test_a_batch_line_carries_a_papers_second_looks_and_writes_each(store: Store
 def test_the_dry_run_prices_a_papers_second_looks_as_one_call(store: Store, llm: ScriptedLLM) -> None:
     """Waiting second looks are priced as they will be asked (a paper's in one call, its system prompt
     cached from the second call on), and expected ones at the measured looks a call."""
-    from monitor.judge.second_look import expected_second_looks, waiting_second_looks
+    from monitor.judge.second_look import LookRate, expected_second_looks, waiting_second_looks
     from monitor.llm.texts import ClaimText, PaperText
 
     three_claims(store)
@@ -533,8 +533,8 @@ def test_the_dry_run_prices_a_papers_second_looks_as_one_call(store: Store, llm:
 
     paper = PaperText("2601.00009", 1, "A title", ABSTRACT, "2026-01-02")
     sample = [(paper, ClaimText(f"c{c}", f"Claim {c}: RL updates few parameters")) for c in range(3)]
-    grouped = expected_second_looks(settings, 100, sample, share=0.5, per_call=2.5)
-    alone = expected_second_looks(settings, 100, sample, share=0.5, per_call=1.0)
+    grouped = expected_second_looks(settings, 100, sample, rate=LookRate(0.5, 2.5))
+    alone = expected_second_looks(settings, 100, sample, rate=LookRate(0.5, 1.0))
     assert (grouped.looks, grouped.calls, alone.calls) == (50, 20, 50)
     assert grouped.completion_tokens == alone.completion_tokens
     assert grouped.prompt_tokens < alone.prompt_tokens and grouped.cost < alone.cost

@@ -28,8 +28,9 @@ import numpy as np
 
 from monitor.config import RelevanceSettings, Settings
 from monitor.judge.prompts import load_prompts
-from monitor.judge.work import judge_pricing
-from monitor.llm.cost import token_cost
+from monitor.judge.second_look import LookRate, by_batch, expected_second_looks, priced_sample
+from monitor.judge.work import COMPLETION_TOKENS_PER_CLAIM, judge_pricing
+from monitor.llm.cost import cached_prefix, estimate_tokens, token_cost
 from monitor.llm.grouped import GroupedPricing, Priced
 from monitor.llm.texts import ClaimText, PaperText
 from monitor.relevance.bm25 import tokenize
@@ -48,14 +49,12 @@ SHARES = (0.02, 0.05, 0.10, 0.20)
 class ShippedKeep:
     """What the LLM screen keeps of the pairs it reads (`share`), until a store has screened enough of
     its own (`SCREEN_TALLY_MIN` answers), how many kept pairs a judge call carries (`per_call`: a
-    paper's kept claims share its call, four a call), the share of them a second look reads (under
-    `judge.second_look` "all" or "moving"), and how many second looks a call carries (a paper's share
-    its call too)."""
+    paper's kept claims share its call, four a call), and the second looks they need (`looks`: the
+    share of them read again, and how many a call carries)."""
 
     share: float
     per_call: float
-    second_looks: float
-    second_looks_per_call: float
+    looks: LookRate
 
 
 # Measured on a random 200 papers of the sample's last week, a whole real week of cs.CL/cs.LG/cs.AI,
@@ -64,8 +63,8 @@ class ShippedKeep:
 # them the first reading's 74, in 38 calls, 48 second looks (its extra pairs are mostly plainly
 # UNRELATED), their calls not counted: priced as one look a call, an upper bound.
 SHIPPED_KEEP = {
-    True: ShippedKeep(0.0174, 2.65, 55 / 122, 55 / 29),
-    False: ShippedKeep(0.0106, 1.95, 48 / 74, 1.0),
+    True: ShippedKeep(0.0174, 2.65, LookRate(55 / 122, 55 / 29)),
+    False: ShippedKeep(0.0106, 1.95, LookRate(48 / 74, 1.0)),
 }
 SCREEN_TALLY_MIN = 2000
 
@@ -127,18 +126,14 @@ def price_kept(
     sample: Sequence[tuple[PaperText, ClaimText]],
     measured: bool = False,
     batch: bool | None = None,
-    second_looks: float | None = None,
+    looks: LookRate | None = None,
 ) -> AfterScreen:
     """`after_screen` from its parts: judging `share` of `screen_pairs`, `shipped_keep`'s pairs a call,
     and the second looks `judge.second_look` gives them (`expected_second_looks`, at `shipped_keep`'s
-    share of them, or `second_looks`), priced from the prompts of (up to SAMPLED_PAIRS of) `sample`'s
+    rate of them, or `looks`), priced from the prompts of (up to SAMPLED_PAIRS of) `sample`'s
     pairs, cached system prompts counted. With `batch` (None: as `llm.batch` says) the first readings are
     at Batch API rates, and the second looks too where they go by batch (`judge.second_look_batch`,
     judge/batch.py)."""
-    from monitor.judge.second_look import by_batch, expected_second_looks, priced_sample
-    from monitor.judge.work import COMPLETION_TOKENS_PER_CLAIM
-    from monitor.llm.cost import cached_prefix, estimate_tokens
-
     pairs = round(screen_pairs * share)
     prompts = load_prompts(settings.judge.prompts_dir)
     sample = priced_sample(sample)
@@ -147,10 +142,7 @@ def price_kept(
         nothing = (0, 0, 0, 0, 0, 0, 0.0, 0.0)  # calls, looks, their calls, tokens, costs
         return AfterScreen(share, measured, pairs, *nothing, batch, by_batch(settings, batch))
     shipped = shipped_keep(settings)
-    expected = shipped.second_looks if second_looks is None else second_looks
-    looks = expected_second_looks(
-        settings, pairs, sample, by_batch(settings, batch), expected, shipped.second_looks_per_call
-    )
+    second = expected_second_looks(settings, pairs, sample, by_batch(settings, batch), looks or shipped.looks)
     system = estimate_tokens(prompts.system())
     calls = max(1, round(pairs / min(shipped.per_call, settings.judge.claims_per_call)))
     per_call = pairs / calls  # kept claims a call carries, on average
@@ -167,15 +159,15 @@ def price_kept(
         measured,
         pairs,
         calls,
-        looks.looks,
-        looks.calls,
-        judge_prompt + looks.prompt_tokens,
-        judge_cached + looks.cached_tokens,
-        judge_completion + looks.completion_tokens,
+        second.looks,
+        second.calls,
+        judge_prompt + second.prompt_tokens,
+        judge_cached + second.cached_tokens,
+        judge_completion + second.completion_tokens,
         judge_cost=token_cost(settings, judge_prompt, judge_completion, batch, judge_cached),
-        second_look_cost=looks.cost,
+        second_look_cost=second.cost,
         batch=batch,
-        second_look_batch=looks.batch,
+        second_look_batch=second.batch,
     )
 
 

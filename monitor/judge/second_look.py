@@ -14,7 +14,7 @@ assessment waits (`assessments.second_look = 'pending'`) and counts toward no ve
 whether its first reading came live or by Batch API (whose answers get their second reading by a
 batch of their own once collected, `second_look_batches`, or live with `judge.second_look_batch` off:
 monitor/judge/batch.py). Which answers wait is one rule (`second_look_policy`); a dry run expects
-SECOND_LOOK_SHARE of the pairs judged to wait and prices their second readings as they will be asked
+JUDGED_LOOKS of the pairs judged to wait and prices their second readings as they will be asked
 (`by_batch`: Batch API or live rates; `expected_second_looks`), and those already waiting, which a run
 asks too, likewise (`waiting_second_looks`). Where the second reading gives the same label, the pair
 counts with the second reading's strength, and its quote and rationale where its quote is grounded;
@@ -52,13 +52,23 @@ from monitor.store.runs import StageNotes
 TEMPLATE_NAMES = ("second_look_system.j2", "second_look_user.j2", "judge_correction.j2", "judge_labels.j2")
 MOVING = ("RELAXES", "OVERTURNS")  # the labels that make a claim perishable or overturned
 ANSWER_TOKENS = 260  # a second reading's answer: a quote, a longer rationale, label, strength
-# Of the pairs judged, the share that gets a second reading under each `judge.second_look`: measured on
-# the sample's 2026-W20 under the shipped prompts (162 of 242: 82 bearing labels and 80 unsure
-# UNRELATED; "moving" skips the one SUPPORTS or RELAXES at 0.7 or more, so reads as many). Earlier prompts'
-# answers gave 133 and 189 of 242. What a dry run expects (`expected_second_looks`).
-SECOND_LOOK_SHARE = {"all": 0.67, "moving": 0.67, "none": 0.0}
-# A paper's waiting pairs share a call (`pending_units`): on that week the 162 took 64 calls.
-SECOND_LOOK_PER_CALL = 162 / 64
+
+
+@dataclass(frozen=True)
+class LookRate:
+    """What a dry run expects of second looks (`expected_second_looks`): the share of the pairs judged
+    that wait for one (under `judge.second_look` "all" or "moving"), and how many of those a call
+    carries (a paper's share one, `pending_units`)."""
+
+    share: float
+    per_call: float
+
+
+# Measured on the sample's 2026-W20 under the shipped prompts: 162 of 242 pairs judged (82 bearing labels
+# and 80 unsure UNRELATED; "moving" skips the one SUPPORTS or RELAXES at 0.7 or more, so reads as many),
+# in 64 calls; earlier prompts' answers gave 133 and 189 of 242. What judging pairs no screen chose is
+# expected to need; those the screen keeps have a rate of their own (judge/estimate.py SHIPPED_KEEP).
+JUDGED_LOOKS = LookRate(0.67, 162 / 64)
 SAMPLED_PAIRS = 200  # pairs whose prompts are rendered to price an estimate
 BATCH_STAGE: Stage = "second"  # `judge_batches.stage` of second-look batches
 
@@ -404,24 +414,20 @@ def expected_second_looks(
     judged: int,
     sample: Sequence[tuple[PaperText, ClaimText]],
     batch: bool = False,
-    share: float | None = None,
-    per_call: float | None = None,
+    rate: LookRate = JUDGED_LOOKS,
 ) -> SecondLookEstimate:
-    """The second looks expected of judging `judged` pairs by an LLM judge under `settings`: their share
-    under `judge.second_look` (SECOND_LOOK_SHARE, or the `share` a caller measured for its kind of pairs
-    under a policy that reads any: the screen's, judge/estimate.py), `per_call` of them a call (default
-    SECOND_LOOK_PER_CALL; at most `judge.claims_per_call`), each call priced from the second-look prompts
-    of (up to SAMPLED_PAIRS of) `sample`'s pairs, shown a bearing first reading, and ANSWER_TOKENS of
-    answer a look, at Batch API rates with `batch` (`by_batch`), else live (`second_look_cost`). Calls
-    nothing. A caller holding the judge asks `second_look_policy` first: a judge it gives no second look
-    expects none."""
-    policy = SECOND_LOOK_SHARE.get(settings.judge.second_look, 0.0)
-    looks = round(judged * (share if share is not None and policy else policy))
+    """The second looks expected of judging `judged` pairs by an LLM judge under `settings` (none under
+    `judge.second_look = "none"`), at `rate` (the one measured for pairs no screen chose, or a caller's
+    for its kind of pairs: the screen's, judge/estimate.py), its looks a call at most
+    `judge.claims_per_call`, each call priced from the second-look prompts of (up to SAMPLED_PAIRS of)
+    `sample`'s pairs, shown a bearing first reading, and ANSWER_TOKENS of answer a look, at Batch API
+    rates with `batch` (`by_batch`), else live (`second_look_cost`). Calls nothing. A caller holding the
+    judge asks `second_look_policy` first: a judge it gives no second look expects none."""
+    looks = 0 if settings.judge.second_look == "none" else round(judged * rate.share)
     sample = priced_sample(sample)
     if not looks or not sample:
         return SecondLookEstimate.none()
-    per_call = min(per_call or SECOND_LOOK_PER_CALL, settings.judge.claims_per_call)
-    calls = max(1, round(looks / per_call))
+    calls = max(1, round(looks / min(rate.per_call, settings.judge.claims_per_call)))
     looker = SecondLooker(settings, connect=False)
     first = FirstReading("RELAXES", "direct", 0.8, "x" * 120, "x" * 200)
 
