@@ -33,6 +33,7 @@ from monitor.judge.work import COMPLETION_TOKENS_PER_CLAIM, judge_pricing
 from monitor.llm.cost import cached_prefix, estimate_tokens, token_cost
 from monitor.llm.grouped import GroupedPricing, Priced
 from monitor.llm.texts import ClaimText, PaperText
+from monitor.llm.units import WorkUnit
 from monitor.relevance.bm25 import tokenize
 from monitor.relevance.reference import share_cuts
 from monitor.relevance.scoring import RelevanceScorer, selection
@@ -101,22 +102,20 @@ class AfterScreen:
 
 
 def after_screen(
-    store: Store, settings: Settings, screen_pairs: int, batch: bool | None = None
+    store: Store, settings: Settings, units: Sequence[WorkUnit], batch: bool | None = None
 ) -> AfterScreen:
-    """Judging (and second looks for) the share of `screen_pairs` the screen is expected to keep (this
-    store's own share once it has screened enough, else the shipped one), priced from prompts rendered
-    for a sample of the pairs waiting for the screen; the first readings at Batch API rates with `batch`
-    (None: as `llm.batch` says)."""
-    from monitor.relevance.screen import pending_screen_units
+    """Judging (and second looks for) the share of the pairs waiting for the screen (`units`, as
+    `pending_screen_units` gives them) the screen is expected to keep (this store's own share once it has
+    screened enough, else the shipped one), priced from prompts rendered for a sample of those pairs; the
+    first readings at Batch API rates with `batch` (None: as `llm.batch` says)."""
     from monitor.store.candidates import screen_tally
 
     with store.session() as session:
         kept, dropped = screen_tally(session)
     measured = kept + dropped >= SCREEN_TALLY_MIN
     share = kept / (kept + dropped) if measured else shipped_keep(settings).share
-    units = pending_screen_units(store, settings)
     sample = [(s.paper, p.claim) for u in units for s in u.sections for p in s.pairs]
-    return price_kept(settings, screen_pairs, share, sample, measured, batch)
+    return price_kept(settings, len(sample), share, sample, measured, batch)
 
 
 def price_kept(

@@ -587,14 +587,17 @@ def _by_batch(
 RECHECK_PAPER_SHARE = 0.175
 
 
-def estimate_screen(store: Store, settings: Settings) -> dict[str, object]:
+def estimate_screen(
+    store: Store, settings: Settings, units: list[WorkUnit] | None = None
+) -> dict[str, object]:
     """What screening the pending pairs would take (calls, tokens with the cached part, USD at the [llm]
     rates, halved with `relevance.screen_batch`), second readings included: those already waiting, and
     for the papers still to be screened RECHECK_PAPER_SHARE of the first readings' cost. Calls nothing:
-    `monitor judge --dry-run`'s view of it."""
+    `monitor judge --dry-run`'s view of it; `units`: the first reading's pending units, where the caller
+    has them already (`pending_screen_units`)."""
     batch = settings.relevance.screen_batch
     folder = settings.judge.prompts_dir
-    units = pending_screen_units(store, settings)
+    units = pending_screen_units(store, settings) if units is None else units
     prompt, completion, cached = ScreenPricing(load_screen_prompts(folder)).estimate(units)
     first = token_cost(settings, prompt, completion, batch=batch, cached_tokens=cached)
     out: dict[str, object] = {

@@ -144,12 +144,13 @@ def _estimate(
     screen_pairs = 0
     if settings.relevance_in_force().screen == "llm":
         from monitor.judge.estimate import after_screen
-        from monitor.relevance.screen import estimate_screen
+        from monitor.relevance.screen import estimate_screen, pending_screen_units
 
-        screened = estimate_screen(store, settings)
+        units = pending_screen_units(store, settings)  # read once: the screen's price and what it keeps
+        screened = estimate_screen(store, settings, units)
         screen_pairs = int(screened["pairs"])  # type: ignore[call-overload]
         if screen_pairs:
-            screened["after_screen"] = after_screen(store, settings, screen_pairs, batch).as_dict()
+            screened["after_screen"] = after_screen(store, settings, units, batch).as_dict()
         show("screen estimate", screened)
     summary = judge_pending(
         store, settings, judge, force=request.force, claim_ids=request.claim_ids, dry_run=True, batch=batch
