@@ -151,15 +151,14 @@ class SecondLooker:
         self.firsts: dict[str, FirstReading] = {}  # by pair key: what each unit's question shows
 
     def question(self, paper: PaperText, looks: Sequence[Look]) -> Question[list[Judgement]]:
-        """One call's question: the paper's claims waiting for a second look, each with its first reading;
-        the answers come back in `looks`' order."""
+        """One call's question: the paper's claims waiting for a second look, each with its first reading."""
         ids = [claim.id for claim, _ in looks]
         return Question(
             messages=self.prompts.messages(paper, looks),
             schema_name="claim_assessments",
             schema=lambda bounds: response_schema(ids, bounds=bounds),
             max_tokens=ANSWER_TOKENS * 2 * len(ids),
-            parse=lambda text: in_order(parse_answer(text, ids), ids),
+            parse=lambda text: parse_answer(text, ids),
             correction=lambda problem: self.prompts.correction(problem, ids),
         )
 
@@ -261,11 +260,6 @@ def pending_units(store: Store, settings: Settings, claim_ids: Sequence[str] | N
     return Waiting(group_units(pairs, settings.judge.claims_per_call), firsts)
 
 
-def in_order(answers: list[Judgement], claim_ids: list[str]) -> list[Judgement]:
-    """`answers` (one per claim id, as parse_answer checked) in the order of `claim_ids`."""
-    by_claim = {answer.claim_id: answer for answer in answers}
-    return [by_claim[claim_id] for claim_id in claim_ids]
-
 
 class SecondLookWriter:
     """Writes each second reading with its agreement, in its own transaction (monitor/llm/engine.py)."""
@@ -274,12 +268,12 @@ class SecondLookWriter:
         self.store, self.looker, self.summary, self.run_id = store, looker, summary, run_id
 
     def parse(self, unit: WorkUnit, text: str | None) -> list[Judgement]:
-        ids = [pair.claim.id for pair in unit.pairs]
-        return in_order(parse_answer(text, ids), ids)
+        return parse_answer(text, [pair.claim.id for pair in unit.pairs])
 
     def write(self, unit: WorkUnit, seconds: list[Judgement], exchange_id: int | None) -> None:
-        for pair, second in zip(unit.pairs, seconds, strict=True):
-            self._write(unit.paper, pair, second, exchange_id)
+        by_claim = {second.claim_id: second for second in seconds}  # one each, as parse_answer checked
+        for pair in unit.pairs:
+            self._write(unit.paper, pair, by_claim[pair.claim.id], exchange_id)
 
     def _write(self, paper: PaperText, pair: Pair, second: Judgement, exchange_id: int | None) -> None:
         first = self.looker.firsts.get(pair.ref)
