@@ -99,6 +99,11 @@ def main() -> None:
     rng = random.Random(20261128)
     sample = [(rng.choice(papers), rng.choice(claims)) for _ in range(200)]
     out: dict[str, object] = {"claims": len(claims), "papers": len(papers), "pairs": pairs}
+    shipped = shipped_keep(settings)
+    share = args.keep_share or shipped.share
+    looks = shipped.looks
+    if args.second_look_share is not None:  # another share, each look a call as measured
+        looks = LookRate(args.second_look_share, looks.per_call)
     for batch in (False, True):
         # Through the Batch API: the screen's batches (relevance.screen_batch) and the judge's (llm.batch).
         priced = settings.model_copy(
@@ -107,10 +112,6 @@ def main() -> None:
                 "relevance": cfg.model_copy(update={"screen_batch": batch}),
             }
         )
-        share = args.keep_share or shipped_keep(settings).share
-        looks = shipped_keep(priced).looks
-        if args.second_look_share is not None:  # another share, each look a call as measured
-            looks = LookRate(args.second_look_share, looks.per_call)
         kept = price_kept(priced, pairs, share, sample, looks=looks)
         screen_usd, recheck_usd = (
             token_cost(priced, c.prompt_tokens, c.completion_tokens, batch, c.cached_tokens)
