@@ -27,6 +27,7 @@ from monitor.errors import ConfigError
 from monitor.judge.base import Judge, Judgement
 from monitor.judge.openai_judge import OpenAIJudge
 from monitor.judge.runner import judge_pending
+from monitor.judge.work import COMPLETION_TOKENS_PER_CLAIM
 from monitor.llm.texts import ClaimText, PaperText
 from monitor.store.db import Store
 from monitor.store.models import Assessment, Candidate, Claim, Paper, PaperVersion
@@ -292,7 +293,7 @@ def test_dry_run_estimates_without_calling(store: Store, llm: ScriptedLLM) -> No
     seed(store, papers=3, claims=5)
     summary = judge_pending(store, settings_for(llm, claims_per_call=4), dry_run=True)
     assert (summary.pending, summary.papers, summary.calls) == (15, 3, 6)
-    assert summary.prompt_tokens > 6 * 300 and summary.completion_tokens == 15 * 120
+    assert summary.prompt_tokens > 6 * 300 and summary.completion_tokens == 15 * COMPLETION_TOKENS_PER_CLAIM
     assert summary.cost_estimate > 0
     assert llm.requests == [] and assessments(store) == []
 

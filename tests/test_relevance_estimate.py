@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 
 from monitor.judge.estimate import alternatives
 from monitor.judge.prompts import load_prompts
-from monitor.judge.work import estimate_judge_units, judge_pricing
+from monitor.judge.work import COMPLETION_TOKENS_PER_CLAIM, estimate_judge_units, judge_pricing
 from monitor.llm.grouped import GroupedPricing
 from monitor.llm.prompts import DEFAULT_PROMPTS_DIR
 from monitor.llm.texts import ClaimText, PaperText
@@ -75,7 +75,7 @@ def test_alternatives_price_each_share_and_write_nothing(store) -> None:
         assert r.calls >= r.papers if not r.screen else r.calls * 4 >= r.papers  # the screen: 4 papers a call
         if not r.screen:
             assert r.calls == r.pairs  # one claim a call here
-            assert r.completion_tokens == 120 * r.pairs
+            assert r.completion_tokens == COMPLETION_TOKENS_PER_CLAIM * r.pairs
         expected = (r.prompt_tokens * 0.15 + r.completion_tokens * 0.60) / 1e6
         assert math.isclose(r.cost, expected)
     # The estimate of the setting in force counts the pairs the stage then selects.

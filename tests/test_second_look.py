@@ -20,7 +20,7 @@ from monitor.judge.batch import run_batch
 from monitor.judge.factory import make_judge
 from monitor.judge.prompts import load_prompts
 from monitor.judge.runner import judge_pending
-from monitor.judge.second_look import needs_second_look
+from monitor.judge.second_look import ANSWER_TOKENS, needs_second_look
 from monitor.judge.work import estimate_judge_units, pending_units
 from monitor.llm.cost import token_cost
 from monitor.review.queue import review_queue
@@ -529,7 +529,7 @@ def test_the_dry_run_prices_a_papers_second_looks_as_one_call(store: Store, llm:
     judge_pending(store, settings)
     waiting = waiting_second_looks(store, settings)
     assert (waiting.looks, waiting.calls) == (4, 2)
-    assert waiting.completion_tokens == 4 * 260
+    assert waiting.completion_tokens == 4 * ANSWER_TOKENS
 
     paper = PaperText("2601.00009", 1, "A title", ABSTRACT, "2026-01-02")
     sample = [(paper, ClaimText(f"c{c}", f"Claim {c}: RL updates few parameters")) for c in range(3)]

@@ -51,7 +51,12 @@ from monitor.store.runs import StageNotes
 
 TEMPLATE_NAMES = ("second_look_system.j2", "second_look_user.j2", "judge_correction.j2", "judge_labels.j2")
 MOVING = ("RELAXES", "OVERTURNS")  # the labels that make a claim perishable or overturned
-ANSWER_TOKENS = 260  # a second reading's answer: a quote, a longer rationale, label, strength
+# A second reading's answer (a quote, a longer rationale, label, strength), for estimates: the mean of
+# the kept second readings (132 tokens over 2,181, held by tests/test_answer_lengths.py), as
+# COMPLETION_TOKENS_PER_CLAIM is the judge's. What one may take is MAX_ANSWER_TOKENS (the longest kept
+# is 239).
+ANSWER_TOKENS = 140
+MAX_ANSWER_TOKENS = 520
 
 
 @dataclass(frozen=True)
@@ -157,7 +162,7 @@ class SecondLooker:
             messages=self.prompts.messages(paper, looks),
             schema_name="claim_assessments",
             schema=lambda bounds: response_schema(ids, bounds=bounds),
-            max_tokens=ANSWER_TOKENS * 2 * len(ids),
+            max_tokens=MAX_ANSWER_TOKENS * len(ids),
             parse=lambda text: parse_answer(text, ids),
             correction=lambda problem: self.prompts.correction(problem, ids),
         )

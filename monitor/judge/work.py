@@ -30,8 +30,11 @@ from monitor.store.db import Store
 from monitor.store.pairs import PairScope, PairState, WorkRow, count_judge_work, judge_rows
 from monitor.store.runs import StageNotes, last_judge
 
-# Rough size of one claim's answer, for estimates before anything is called.
-COMPLETION_TOKENS_PER_CLAIM = 120
+# One claim's answer, for estimates and budget reservations before anything is called: the mean of
+# the kept first readings (94 tokens over 5,641 claims, training/teacher/issue30/judge_week_*.jsonl,
+# held by tests/test_answer_lengths.py). A week's total is its thousands of answers' mean, so the mean,
+# not a long answer, prices it; what one call may take is judge.max_output_tokens a claim.
+COMPLETION_TOKENS_PER_CLAIM = 100
 
 
 @dataclass
