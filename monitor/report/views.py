@@ -439,6 +439,16 @@ class DigestView:
         return f"a label needs {self.min_confidence:.2f}, or {against}"
 
     @property
+    def unsure_line(self) -> str:
+        """What every format prints for a paper whose label is under its bar. "Possibly relevant" stays:
+        worded "nor that the paper bears on the claim at all", graders signed 42 of 70 such lines against
+        65 of 70, reading it as understating papers that do bear (docs/digest_trust.md)."""
+        return (
+            "possibly relevant, stance unsure: the judge read it but is not confident enough of any label to "
+            f"state one ({self.unsure_bar}); not counted"
+        )
+
+    @property
     def no_claims(self) -> bool:
         """Nothing to test: a digest must not read "none bears on a claim" when there is no claim."""
         return not any(self.summary.counts.values())
