@@ -7,6 +7,7 @@ change and the kept answers grow (or shrink), these fail until the constants fol
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ KEPT = Path(__file__).resolve().parent.parent / "training" / "teacher" / "issue3
 
 def per_claim(files: list[Path]) -> list[float]:
     """Each kept answer's estimated tokens over the claims it assesses, one value an answer."""
-    lengths = []
+    lengths: list[float] = []
     for file in files:
         for line in file.read_text(encoding="utf-8").splitlines():
             content = json.loads(line)["content"]
@@ -51,7 +52,7 @@ def second_look_files() -> list[Path]:
     ],
     ids=["judge", "second_look"],
 )
-def test_estimate_is_the_kept_answers_mean(files, estimate: int) -> None:
+def test_estimate_is_the_kept_answers_mean(files: Callable[[], list[Path]], estimate: int) -> None:
     lengths = per_claim(files())
     assert len(lengths) > 1000  # enough answers for a mean to mean something
     mean = sum(lengths) / len(lengths)
