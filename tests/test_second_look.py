@@ -395,12 +395,12 @@ def per_claim(
     return respond
 
 
-def three_claims(store: Store) -> None:
-    """One paper, three claims it is a candidate for."""
+def one_paper(store: Store, claims: int = 3) -> None:
+    """One paper, `claims` claims (c0, c1, ...) it is a candidate for."""
     add_paper(store, "2601.00001")
-    for claim_id in ("c0", "c1", "c2"):
-        add_claim(store, claim_id)
-        add_candidate(store, "2601.00001", claim_id)
+    for c in range(claims):
+        add_claim(store, f"c{c}")
+        add_candidate(store, "2601.00001", f"c{c}")
 
 
 def by_claim(store: Store) -> dict[str, Assessment]:
@@ -418,7 +418,7 @@ FIRSTS = {
 def test_a_papers_waiting_pairs_share_one_second_look_call_each_answered_on_its_own(
     store: Store, llm: ScriptedLLM
 ) -> None:
-    three_claims(store)
+    one_paper(store)
     seconds = {
         "c0": ("RELAXES", "indirect", 0.8),
         "c1": ("UNRELATED", "none", 0.9),
@@ -451,10 +451,7 @@ def test_a_papers_waiting_pairs_share_one_second_look_call_each_answered_on_its_
 
 
 def test_a_call_carries_at_most_claims_per_call_second_looks(store: Store, llm: ScriptedLLM) -> None:
-    add_paper(store, "2601.00001")
-    for c in range(5):
-        add_claim(store, f"c{c}")
-        add_candidate(store, "2601.00001", f"c{c}")
+    one_paper(store, 5)
     everything = {f"c{c}": ("SUPPORTS", "direct", 0.9) for c in range(5)}
     llm.default = per_claim(everything, everything)
     settings = looking(llm)
@@ -470,7 +467,7 @@ def test_a_grouped_answer_that_leaves_out_a_claim_keeps_all_its_pairs_waiting_un
 ) -> None:
     """An answer without an entry for one of its claims is refused whole (after its corrective turn):
     none of the call's pairs is written, all wait, and the next run reads them again, once each."""
-    three_claims(store)
+    one_paper(store)
     agree = dict(FIRSTS)
     llm.default = per_claim(FIRSTS, agree, drop="c1")
     settings = looking(llm, max_retries=0)
@@ -491,7 +488,7 @@ def test_a_grouped_answer_that_leaves_out_a_claim_keeps_all_its_pairs_waiting_un
 
 
 def test_a_batch_line_carries_a_papers_second_looks_and_writes_each(store: Store, llm: ScriptedLLM) -> None:
-    three_claims(store)
+    one_paper(store)
     seconds = {
         "c0": ("RELAXES", "indirect", 0.8),
         "c1": ("SUPPORTS", "weak", 0.7),
@@ -519,7 +516,7 @@ def test_the_dry_run_prices_a_papers_second_looks_as_one_call(store: Store, llm:
     from monitor.judge.second_look import LookRate, expected_second_looks, waiting_second_looks
     from monitor.llm.texts import ClaimText, PaperText
 
-    three_claims(store)
+    one_paper(store)
     add_paper(store, "2601.00002")
     add_candidate(store, "2601.00002", "c0")
     settings = looking(llm, max_retries=0)

@@ -33,7 +33,7 @@ from monitor.judge.work import COMPLETION_TOKENS_PER_CLAIM, judge_pricing
 from monitor.llm.cost import cached_prefix, estimate_tokens, token_cost
 from monitor.llm.grouped import GroupedPricing, Priced
 from monitor.llm.texts import ClaimText, PaperText
-from monitor.llm.units import WorkUnit
+from monitor.llm.units import WorkUnit, grouped_prompt_tokens
 from monitor.relevance.bm25 import tokenize
 from monitor.relevance.reference import share_cuts
 from monitor.relevance.scoring import RelevanceScorer, selection
@@ -143,14 +143,11 @@ def price_kept(
     shipped = shipped_keep(settings)
     second = expected_second_looks(settings, pairs, sample, by_batch(settings, batch), looks or shipped.looks)
     system = estimate_tokens(prompts.system())
-    calls = max(1, round(pairs / min(shipped.per_call, settings.judge.claims_per_call)))
-    per_call = pairs / calls  # kept claims a call carries, on average
-    # A call's user prompt: the paper once and its claims (a claim's part: the prompt with two claims
-    # less the prompt with one).
+    # A call: the system prompt, the paper once and its claims.
     one = sum(estimate_tokens(prompts.user(paper, [claim])) for paper, claim in sample) / len(sample)
     two = sum(estimate_tokens(prompts.user(paper, [claim, claim])) for paper, claim in sample) / len(sample)
-    judge_user = one + (per_call - 1) * (two - one)
-    judge_prompt = round(calls * (system + judge_user))
+    per_call = min(shipped.per_call, settings.judge.claims_per_call)
+    calls, judge_prompt = grouped_prompt_tokens(pairs, per_call, system + one, system + two)
     judge_cached = max(0, calls - 1) * cached_prefix(system)
     judge_completion = pairs * COMPLETION_TOKENS_PER_CLAIM
     return AfterScreen(

@@ -44,7 +44,7 @@ from monitor.llm.prompts import Templates, load_templates
 from monitor.llm.recorder import ExchangeRecorder
 from monitor.llm.texts import ClaimText, PaperText, Recorder
 from monitor.llm.transport import ChatTransport, Mode, Question
-from monitor.llm.units import CallCounts, Pair, WorkUnit, estimate_units, group_units
+from monitor.llm.units import CallCounts, Pair, WorkUnit, estimate_units, group_units, grouped_prompt_tokens
 from monitor.store.assessments import add_second_look, count_second_looks_pending, pending_second_looks
 from monitor.store.db import Store
 from monitor.store.runs import StageNotes
@@ -265,7 +265,6 @@ def pending_units(store: Store, settings: Settings, claim_ids: Sequence[str] | N
     return Waiting(group_units(pairs, settings.judge.claims_per_call), firsts)
 
 
-
 class SecondLookWriter:
     """Writes each second reading with its agreement, in its own transaction (monitor/llm/engine.py)."""
 
@@ -426,7 +425,6 @@ def expected_second_looks(
     sample = priced_sample(sample)
     if not looks or not sample:
         return SecondLookEstimate.none()
-    calls = max(1, round(looks / min(rate.per_call, settings.judge.claims_per_call)))
     looker = SecondLooker(settings, connect=False)
     first = FirstReading("RELAXES", "direct", 0.8, "x" * 120, "x" * 200)
 
@@ -434,10 +432,9 @@ def expected_second_looks(
         asked = [looker.question(paper, [(claim, first)] * times).messages for paper, claim in sample]
         return sum(sum(estimate_tokens(m["content"]) for m in messages) for messages in asked) / len(sample)
 
-    # A call: the system prompt, the paper once, and each look's claim and first reading (a look's part:
-    # a prompt of two looks less a prompt of one).
-    one, two = mean_tokens(1), mean_tokens(2)
-    prompt = round(calls * one + (looks - calls) * (two - one))
+    # A call: the system prompt, the paper once, and each look's claim and first reading.
+    per_call = min(rate.per_call, settings.judge.claims_per_call)
+    calls, prompt = grouped_prompt_tokens(looks, per_call, mean_tokens(1), mean_tokens(2))
     paper, claim = sample[0]
     system = looker.question(paper, [(claim, first)]).messages[0]["content"]
     return SecondLookEstimate.priced(settings, looks, calls, prompt, looks * ANSWER_TOKENS, system, batch)

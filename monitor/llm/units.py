@@ -116,6 +116,14 @@ def estimate_units(
     return prompt_total, completion_total
 
 
+def grouped_prompt_tokens(pairs: int, per_call: float, one: float, two: float) -> tuple[int, int]:
+    """Calls and prompt tokens of `pairs` grouped about `per_call` a call, from the mean prompt of a call
+    carrying one pair (`one`) and of one carrying two (`two`): each call pays the first, each further
+    pair what a second adds. A dry run's figure for calls it has rendered only a sample of."""
+    calls = max(1, round(pairs / per_call))
+    return calls, round(calls * one + (pairs - calls) * (two - one))
+
+
 @dataclass(frozen=True)
 class UnitPricing:
     """How a stage estimates a call before making it: a prompt of `fixed_tokens` plus the tokens of
